@@ -1,0 +1,669 @@
+//! The coverage.py data file (`.coverage`, SQLite), read directly with sqlx.
+//!
+//! Only the patch's files are queried: every `file.path` is loaded (cheap) to
+//! count the measured files and pick the ones [`PathMatcher`] maps, then
+//! `line_bits` (line mode) and `arc` (branch mode) rows are read for those file
+//! ids only, joined to `context`. The file is opened read-only and
+//! `immutable`, so SQLite takes no lock and never writes a journal next to the
+//! user's file.
+//!
+//! Schema (coverage.py 5.0–7.x, `coverage_schema.version` 7): `meta(key,
+//! value)` with `version` and `has_arcs`, `file(id, path)`, `context(id,
+//! context)`, `line_bits(file_id, context_id, numbits)`, `arc(file_id,
+//! context_id, fromno, tono)`, `tracer(file_id, tracer)`.
+//!
+//! The data file lists no statements: `has_statements` is false and
+//! `missing`/`excluded` are empty; `executed` is every line any context ran
+//! (including non-statement lines such as a module's docstring line 1).
+
+use crate::gate::coverage::{
+    decode_numbits, insert_file, ContextCollector, Coverage, CoverageFormat, FileCoverage, PathMatcher,
+};
+use anyhow::{anyhow, bail, Context as _};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
+use sqlx::{Connection, Row};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// The schema version coverage.py 5.0 through 7.x write.
+pub const SCHEMA_VERSION: i64 = 7;
+
+const TABLES: [&str; 6] = ["coverage_schema", "meta", "file", "context", "line_bits", "arc"];
+
+/// Rows per query page.
+const PAGE: i64 = 4096;
+
+/// Read a `.coverage` data file, materialising only the files `matcher` maps.
+pub async fn read_data_file(path: &Path, matcher: &PathMatcher) -> anyhow::Result<Coverage> {
+    // Every error names the file (and says what was expected).
+    read(path, matcher).await
+}
+
+/// [`read_data_file`] for synchronous callers: runs it on a current-thread
+/// tokio runtime. Called from inside a tokio runtime, it runs on a separate
+/// thread instead of panicking (async callers should use `read_data_file`).
+pub fn read_data_file_blocking(path: &Path, matcher: &PathMatcher) -> anyhow::Result<Coverage> {
+    fn run(path: &Path, matcher: &PathMatcher) -> anyhow::Result<Coverage> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start a tokio runtime to read the coverage data file")?;
+        rt.block_on(read_data_file(path, matcher))
+    }
+    if tokio::runtime::Handle::try_current().is_ok() {
+        std::thread::scope(|s| {
+            s.spawn(|| run(path, matcher))
+                .join()
+                .unwrap_or_else(|_| Err(anyhow!("the coverage data file reader panicked")))
+        })
+    } else {
+        run(path, matcher)
+    }
+}
+
+async fn read(path: &Path, matcher: &PathMatcher) -> anyhow::Result<Coverage> {
+    let name = path.display().to_string();
+    if !path.is_file() {
+        bail!("{name}: no such file");
+    }
+    // Fail early, with a clear message, on something that is not SQLite.
+    let mut head = [0u8; 16];
+    {
+        use std::io::Read;
+        let mut f = std::fs::File::open(path).with_context(|| format!("{name}: cannot open"))?;
+        let n = f.read(&mut head).with_context(|| format!("{name}: cannot read"))?;
+        if n < 16 || &head != b"SQLite format 3\0" {
+            bail!(
+                "{name}: not an SQLite database (expected a coverage.py 5.0+ data file `.coverage`; \
+                 coverage.py before 5.0 wrote another format, and `coverage json --show-contexts` gives coverage.json)"
+            );
+        }
+    }
+
+    let options = SqliteConnectOptions::new()
+        .filename(path)
+        .read_only(true)
+        .immutable(true)
+        .create_if_missing(false)
+        .foreign_keys(false);
+    let mut conn = SqliteConnection::connect_with(&options)
+        .await
+        .with_context(|| format!("{name}: cannot open as SQLite (read-only)"))?;
+    let result = read_conn(&mut conn, &name, matcher).await;
+    let _ = conn.close().await;
+    result
+}
+
+async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatcher) -> anyhow::Result<Coverage> {
+    // Is this a coverage.py data file at all?
+    let tables: BTreeSet<String> = sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'")
+        .fetch_all(&mut *conn)
+        .await
+        .with_context(|| format!("{name}: cannot read the SQLite database (truncated or corrupt?)"))?
+        .into_iter()
+        .collect();
+    let missing: Vec<&str> = TABLES.iter().copied().filter(|t| !tables.contains(*t)).collect();
+    if !missing.is_empty() {
+        bail!(
+            "{name}: not a coverage.py data file: missing table{} {} (a coverage.py 5.0–7.x data file has tables {})",
+            if missing.len() == 1 { "" } else { "s" },
+            missing.join(", "),
+            TABLES.join(", ")
+        );
+    }
+    let version: Option<i64> = sqlx::query_scalar("SELECT version FROM coverage_schema")
+        .fetch_optional(&mut *conn)
+        .await
+        .with_context(|| format!("{name}: cannot read coverage_schema.version"))?;
+    let coverage_version: Option<String> = sqlx::query_scalar("SELECT value FROM meta WHERE key = 'version'")
+        .fetch_optional(&mut *conn)
+        .await
+        .with_context(|| format!("{name}: cannot read meta"))?;
+    let written_by = coverage_version
+        .map(|v| format!(" (written by coverage.py {v})"))
+        .unwrap_or_default();
+    match version {
+        Some(SCHEMA_VERSION) => {}
+        Some(v) if v > SCHEMA_VERSION => bail!(
+            "{name}: coverage data schema version {v}{written_by} is newer than the version {SCHEMA_VERSION} flakegate reads \
+             (coverage.py 5.0–7.x); use `coverage json --show-contexts` and give flakegate coverage.json"
+        ),
+        Some(v) => bail!(
+            "{name}: coverage data schema version {v}{written_by} is older than the version {SCHEMA_VERSION} flakegate reads \
+             (coverage.py 5.0–7.x)"
+        ),
+        None => bail!("{name}: not a coverage.py data file: coverage_schema has no version row"),
+    }
+
+    // All file paths: count them, pick the patch's.
+    let rows = sqlx::query("SELECT id, path FROM file")
+        .fetch_all(&mut *conn)
+        .await
+        .with_context(|| format!("{name}: cannot read the file table"))?;
+    let measured_files = rows.len();
+    let mut selected: BTreeMap<i64, (String, (String, bool))> = BTreeMap::new();
+    for row in rows {
+        let id: i64 = row
+            .try_get(0)
+            .with_context(|| format!("{name}: file.id is not an integer"))?;
+        let path: String = row
+            .try_get(1)
+            .with_context(|| format!("{name}: file.path is not text"))?;
+        if let Some(mapped) = matcher.map(&path) {
+            selected.insert(id, (path, mapped));
+        }
+    }
+
+    // The selected files' lines, a page at a time along the tables' unique
+    // indexes (file_id, context_id[, fromno, tono]), so memory stays bounded
+    // by a page even for a module that every test runs.
+    let mut ctx = ContextCollector::new();
+    let mut per_id: BTreeMap<i64, FileCoverage> = BTreeMap::new();
+    for (&file_id, (_, (repo, _))) in &selected {
+        let fc = per_id.entry(file_id).or_default();
+        // Line mode: one numbits blob per (file, context).
+        let mut after = i64::MIN;
+        loop {
+            let rows = sqlx::query(
+                "SELECT lb.context_id, c.context, lb.numbits FROM line_bits lb JOIN context c ON c.id = lb.context_id \
+                 WHERE lb.file_id = ?1 AND lb.context_id > ?2 ORDER BY lb.context_id LIMIT ?3",
+            )
+            .bind(file_id)
+            .bind(after)
+            .bind(PAGE)
+            .fetch_all(&mut *conn)
+            .await
+            .with_context(|| format!("{name}: cannot read line_bits"))?;
+            for row in &rows {
+                after = row
+                    .try_get(0)
+                    .with_context(|| format!("{name}: line_bits.context_id is not an integer"))?;
+                let context: String = row
+                    .try_get(1)
+                    .with_context(|| format!("{name}: context.context is not text"))?;
+                let numbits: Vec<u8> = row
+                    .try_get(2)
+                    .with_context(|| format!("{name}: line_bits.numbits is not a blob"))?;
+                for line in decode_numbits(&numbits) {
+                    if line > 0 {
+                        fc.executed.insert(line);
+                        ctx.record(repo, fc, line, &context);
+                    }
+                }
+            }
+            if rows.len() < PAGE as usize {
+                break;
+            }
+        }
+        // Branch mode: the lines are the positive ends of the arcs
+        // (negative numbers are entries and exits of code objects).
+        let mut after = (i64::MIN, i64::MIN, i64::MIN);
+        loop {
+            let rows = sqlx::query(
+                "SELECT a.context_id, c.context, a.fromno, a.tono FROM arc a JOIN context c ON c.id = a.context_id \
+                 WHERE a.file_id = ?1 AND (a.context_id, a.fromno, a.tono) > (?2, ?3, ?4) \
+                 ORDER BY a.context_id, a.fromno, a.tono LIMIT ?5",
+            )
+            .bind(file_id)
+            .bind(after.0)
+            .bind(after.1)
+            .bind(after.2)
+            .bind(PAGE)
+            .fetch_all(&mut *conn)
+            .await
+            .with_context(|| format!("{name}: cannot read arc"))?;
+            for row in &rows {
+                let context_id: i64 = row
+                    .try_get(0)
+                    .with_context(|| format!("{name}: arc.context_id is not an integer"))?;
+                let context: String = row
+                    .try_get(1)
+                    .with_context(|| format!("{name}: context.context is not text"))?;
+                let from: i64 = row
+                    .try_get(2)
+                    .with_context(|| format!("{name}: arc.fromno is not an integer"))?;
+                let to: i64 = row
+                    .try_get(3)
+                    .with_context(|| format!("{name}: arc.tono is not an integer"))?;
+                after = (context_id, from, to);
+                for line in [from, to] {
+                    if let Ok(line @ 1..) = u32::try_from(line) {
+                        fc.executed.insert(line);
+                        ctx.record(repo, fc, line, &context);
+                    }
+                }
+            }
+            if rows.len() < PAGE as usize {
+                break;
+            }
+        }
+    }
+
+    // Were test contexts recorded at all (in any file)? Only candidates that
+    // look like `…::…|…` are fetched, a page at a time.
+    let mut after = i64::MIN;
+    while !ctx.seen_test() {
+        let rows = sqlx::query(
+            "SELECT id, context FROM context WHERE id > ?1 AND instr(context, '::') > 0 AND instr(context, '|') > 0 \
+             ORDER BY id LIMIT ?2",
+        )
+        .bind(after)
+        .bind(PAGE)
+        .fetch_all(&mut *conn)
+        .await
+        .with_context(|| format!("{name}: cannot read the context table"))?;
+        for row in &rows {
+            after = row
+                .try_get(0)
+                .with_context(|| format!("{name}: context.id is not an integer"))?;
+            let context: String = row
+                .try_get(1)
+                .with_context(|| format!("{name}: context.context is not text"))?;
+            if ctx.observe(&context) {
+                break;
+            }
+        }
+        if rows.len() < PAGE as usize {
+            break;
+        }
+    }
+
+    let mut files = BTreeMap::new();
+    let mut mapped_paths = Vec::new();
+    for (id, fc) in per_id {
+        let (coverage_path, mapped) = selected.remove(&id).expect("selected id");
+        insert_file(&mut files, &mut mapped_paths, &coverage_path, mapped, fc);
+    }
+    let (foreign_contexts, has_test_contexts) = ctx.finish(&mut files);
+    Ok(Coverage {
+        format: CoverageFormat::DataFile,
+        files,
+        measured_files,
+        mapped_paths,
+        foreign_contexts,
+        has_test_contexts,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::coverage::read_json;
+    use std::path::PathBuf;
+
+    const SHOP: [&str; 5] = [
+        "src/shop/__init__.py",
+        "src/shop/cart.py",
+        "src/shop/pricing.py",
+        "src/shop/refunds.py",
+        "src/shop/util.py",
+    ];
+
+    fn fixtures() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+    }
+
+    fn json(path: &Path, matcher: &PathMatcher) -> Coverage {
+        let f = std::fs::File::open(path).unwrap();
+        read_json(&path.display().to_string(), f, matcher).unwrap()
+    }
+
+    fn db(path: &Path, matcher: &PathMatcher) -> Coverage {
+        read_data_file_blocking(path, matcher).unwrap_or_else(|e| panic!("{e:#}"))
+    }
+
+    /// The new-side file names of a git diff (`+++ b/…`).
+    fn changed_files(diff: &Path) -> Vec<String> {
+        std::fs::read_to_string(diff)
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.strip_prefix("+++ b/"))
+            .map(|p| p.trim_end_matches(['\r', '\t']).to_string())
+            .collect()
+    }
+
+    fn all_lines(fc: &FileCoverage) -> BTreeSet<u32> {
+        fc.witnesses
+            .keys()
+            .chain(&fc.import_time)
+            .chain(&fc.executed)
+            .copied()
+            .collect()
+    }
+
+    /// Same witnesses (test → phases) on every line, and same import-time lines.
+    fn assert_same_witnesses(what: &str, a: &Coverage, b: &Coverage, paths: &[&str]) {
+        for &path in paths {
+            let (Some(fa), Some(fb)) = (a.files.get(path), b.files.get(path)) else {
+                assert_eq!(
+                    a.files.contains_key(path),
+                    b.files.contains_key(path),
+                    "{what}: {path} present in one only"
+                );
+                continue;
+            };
+            for line in all_lines(fa).union(&all_lines(fb)) {
+                assert_eq!(
+                    fa.witnesses.get(line),
+                    fb.witnesses.get(line),
+                    "{what}: {path}:{line} witnesses differ"
+                );
+            }
+            assert_eq!(
+                fa.import_time, fb.import_time,
+                "{what}: {path} import-time lines differ"
+            );
+        }
+    }
+
+    #[test]
+    fn json_and_data_file_of_the_same_run_agree_for_every_case() {
+        let cases = fixtures().join("cases");
+        let mut names: Vec<_> = std::fs::read_dir(&cases)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        assert!(names.len() >= 13, "fixture cases missing: {names:?}");
+        let mut compared_lines = 0;
+        for name in names {
+            let dir = cases.join(&name);
+            let what = name.to_string_lossy().to_string();
+            let changed = changed_files(&dir.join("diff.patch"));
+            assert!(!changed.is_empty(), "{what}: no changed files");
+            let matcher = PathMatcher::new(changed.iter().map(String::as_str));
+            let j = json(&dir.join("evidence/coverage.json"), &matcher);
+            let d = db(&dir.join("evidence/.coverage"), &matcher);
+            assert_eq!(j.format, CoverageFormat::Json);
+            assert_eq!(d.format, CoverageFormat::DataFile);
+            assert_eq!(
+                j.files.keys().collect::<Vec<_>>(),
+                d.files.keys().collect::<Vec<_>>(),
+                "{what}: selected files"
+            );
+            let changed: Vec<&str> = changed.iter().map(String::as_str).collect();
+            assert_same_witnesses(&what, &j, &d, &changed);
+            // The whole package, not only the changed files.
+            let all = PathMatcher::new(SHOP);
+            assert_same_witnesses(
+                &what,
+                &json(&dir.join("evidence/coverage.json"), &all),
+                &db(&dir.join("evidence/.coverage"), &all),
+                &SHOP,
+            );
+
+            assert_eq!(j.measured_files, d.measured_files, "{what}: measured files");
+            assert!(j.has_test_contexts && d.has_test_contexts, "{what}");
+            assert!(j.foreign_contexts.is_empty() && d.foreign_contexts.is_empty(), "{what}");
+            assert!(j.mapped_paths.is_empty() && d.mapped_paths.is_empty(), "{what}");
+            for (path, fj) in &j.files {
+                let fd = &d.files[path];
+                assert!(fj.has_statements && !fd.has_statements);
+                assert!(fd.missing.is_empty() && fd.excluded.is_empty());
+                // Every statement the JSON says ran, the data file ran; the data file's extra
+                // lines are non-statements that carry contexts in the JSON too (line 1).
+                assert!(fj.executed.is_subset(&fd.executed), "{what}: {path}");
+                let ctx_lines: BTreeSet<u32> = fj.witnesses.keys().chain(&fj.import_time).copied().collect();
+                assert_eq!(fd.executed, ctx_lines, "{what}: {path}");
+                compared_lines += all_lines(fj).len();
+            }
+        }
+        assert!(compared_lines > 100, "compared only {compared_lines} lines");
+    }
+
+    #[test]
+    fn witnesses_of_the_cases_changed_lines() {
+        let dir = fixtures().join("cases/some_frozen/evidence");
+        let d = db(&dir.join(".coverage"), &PathMatcher::new(["src/shop/refunds.py"]));
+        let w: Vec<&str> = d.files["src/shop/refunds.py"].witnesses[&7]
+            .keys()
+            .map(|t| t.as_str())
+            .collect();
+        assert_eq!(
+            w,
+            [
+                "tests/test_refunds.py::test_gateway_retry",
+                "tests/test_refunds.py::test_refund_amount",
+                "tests/test_refunds.py::test_refund_rounding_broken"
+            ]
+        );
+    }
+
+    #[test]
+    fn branch_mode_gives_the_same_witnesses_as_line_mode() {
+        let m = PathMatcher::new(SHOP);
+        let line_dir = fixtures().join("cases/all_stable/evidence");
+        let branch_dir = fixtures().join("coverage-variants/branch");
+        let line_db = db(&line_dir.join(".coverage"), &m);
+        let branch_db = db(&branch_dir.join(".coverage"), &m);
+        let branch_json = json(&branch_dir.join("coverage.json"), &m);
+        let line_json = json(&line_dir.join("coverage.json"), &m);
+        assert_same_witnesses("branch .coverage vs line .coverage", &line_db, &branch_db, &SHOP);
+        assert_same_witnesses("branch json vs branch .coverage", &branch_json, &branch_db, &SHOP);
+        assert_same_witnesses("branch json vs line json", &line_json, &branch_json, &SHOP);
+        for p in SHOP {
+            assert_eq!(line_db.files[p].executed, branch_db.files[p].executed, "{p}");
+        }
+        assert!(branch_db.has_test_contexts);
+        // `(-1, 0)` / `(0, -1)` arcs of the empty __init__.py give no line.
+        assert_eq!(branch_db.files["src/shop/__init__.py"], FileCoverage::default());
+    }
+
+    #[test]
+    fn absolute_paths_map_by_suffix() {
+        let m = PathMatcher::new(SHOP);
+        let abs = db(&fixtures().join("coverage-variants/absolute/.coverage"), &m);
+        let rel = db(&fixtures().join("cases/all_stable/evidence/.coverage"), &m);
+        assert_eq!(abs.files.keys().collect::<Vec<_>>(), SHOP.iter().collect::<Vec<_>>());
+        let mut mapped = abs.mapped_paths.clone();
+        mapped.sort();
+        let want: Vec<(String, String)> = SHOP
+            .iter()
+            .map(|p| (format!("/tmp/flakegate-fixtures/shop/{p}"), p.to_string()))
+            .collect();
+        assert_eq!(mapped, want);
+        assert_same_witnesses("absolute vs relative", &abs, &rel, &SHOP);
+        assert_eq!(abs.measured_files, 5);
+        // The JSON made from the same data relativises paths to the cwd.
+        let j = json(&fixtures().join("coverage-variants/absolute/coverage.json"), &m);
+        assert!(j.mapped_paths.is_empty());
+        assert_same_witnesses("absolute json vs absolute .coverage", &j, &abs, &SHOP);
+    }
+
+    #[test]
+    fn static_context_prefix_is_stripped() {
+        let m = PathMatcher::new(SHOP);
+        let stat = db(&fixtures().join("coverage-variants/static-context/.coverage"), &m);
+        let plain = db(&fixtures().join("cases/all_stable/evidence/.coverage"), &m);
+        assert_same_witnesses("static-context vs plain", &stat, &plain, &SHOP);
+        assert!(stat.foreign_contexts.is_empty(), "{:?}", stat.foreign_contexts);
+        assert!(stat.has_test_contexts);
+        let j = json(&fixtures().join("coverage-variants/static-context/coverage.json"), &m);
+        assert_same_witnesses("static-context json vs .coverage", &j, &stat, &SHOP);
+    }
+
+    #[test]
+    fn a_file_not_in_the_matcher_is_not_materialised() {
+        let d = db(
+            &fixtures().join("cases/all_stable/evidence/.coverage"),
+            &PathMatcher::new(["src/shop/pricing.py", "README.md"]),
+        );
+        assert_eq!(d.files.keys().collect::<Vec<_>>(), ["src/shop/pricing.py"]);
+        assert_eq!(d.measured_files, 5);
+        // Nothing selected: test contexts are still detected from the context table.
+        let d = db(
+            &fixtures().join("cases/all_stable/evidence/.coverage"),
+            &PathMatcher::new(["docs/x.md"]),
+        );
+        assert!(d.files.is_empty() && d.has_test_contexts);
+    }
+
+    #[test]
+    fn new_module_has_a_file_row_and_no_lines() {
+        let m = PathMatcher::new(["src/shop/loyalty.py", "tools/seed_catalog.py"]);
+        let d = db(&fixtures().join("cases/new_module/evidence/.coverage"), &m);
+        assert_eq!(d.files.keys().collect::<Vec<_>>(), ["src/shop/loyalty.py"]);
+        assert_eq!(d.files["src/shop/loyalty.py"], FileCoverage::default());
+    }
+
+    #[test]
+    fn reading_writes_nothing_next_to_the_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(".coverage");
+        std::fs::copy(fixtures().join("cases/all_stable/evidence/.coverage"), &path).unwrap();
+        let before = std::fs::read(&path).unwrap();
+        db(&path, &PathMatcher::new(SHOP));
+        let names: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [".coverage"]);
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
+
+    #[tokio::test]
+    async fn async_and_blocking_inside_a_runtime() {
+        let path = fixtures().join("cases/all_stable/evidence/.coverage");
+        let m = PathMatcher::new(SHOP);
+        let a = read_data_file(&path, &m).await.unwrap();
+        // The blocking wrapper must not panic inside a runtime.
+        let b = read_data_file_blocking(&path, &m).unwrap();
+        assert_eq!(a, b);
+    }
+
+    fn err(path: &Path) -> String {
+        format!(
+            "{:#}",
+            read_data_file_blocking(path, &PathMatcher::new(SHOP)).expect_err("must fail")
+        )
+    }
+
+    async fn make_db(path: &Path, sql: &str) {
+        let opts = SqliteConnectOptions::new().filename(path).create_if_missing(true);
+        let mut c = SqliteConnection::connect_with(&opts).await.unwrap();
+        sqlx::raw_sql(sql).execute(&mut c).await.unwrap();
+        c.close().await.unwrap();
+    }
+
+    const SCHEMA: &str = "CREATE TABLE coverage_schema (version integer);
+        CREATE TABLE meta (key text, value text, unique (key));
+        CREATE TABLE file (id integer primary key, path text, unique (path));
+        CREATE TABLE context (id integer primary key, context text, unique (context));
+        CREATE TABLE line_bits (file_id integer, context_id integer, numbits blob, unique (file_id, context_id));
+        CREATE TABLE arc (file_id integer, context_id integer, fromno integer, tono integer, unique (file_id, context_id, fromno, tono));
+        CREATE TABLE tracer (file_id integer primary key, tracer text);
+        INSERT INTO meta VALUES ('version', '9.0.0'), ('has_arcs', '0');";
+
+    #[tokio::test]
+    async fn errors_name_the_file_and_what_was_expected() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("garbage.coverage");
+        std::fs::write(&p, b"!coverage.py: This is a private format, don't read it directly!{}").unwrap();
+        let e = err(&p);
+        assert!(
+            e.contains("garbage.coverage") && e.contains("not an SQLite database"),
+            "{e}"
+        );
+
+        let p = tmp.path().join("empty.coverage");
+        std::fs::write(&p, b"").unwrap();
+        assert!(err(&p).contains("not an SQLite database"));
+
+        let p = tmp.path().join("nonexistent.coverage");
+        let e = err(&p);
+        assert!(e.contains("nonexistent.coverage") && e.contains("no such file"), "{e}");
+
+        let p = tmp.path().join("other.sqlite");
+        make_db(
+            &p,
+            "CREATE TABLE jobs (id integer); CREATE TABLE file (id integer, path text);",
+        )
+        .await;
+        let e = err(&p);
+        assert!(
+            e.contains("other.sqlite") && e.contains("not a coverage.py data file") && e.contains("coverage_schema"),
+            "{e}"
+        );
+        assert!(
+            e.contains("missing tables coverage_schema, meta, context, line_bits, arc ("),
+            "{e}"
+        );
+        assert_eq!(e.matches("other.sqlite").count(), 1, "{e}");
+
+        let p = tmp.path().join("newer.coverage");
+        make_db(&p, &format!("{SCHEMA} INSERT INTO coverage_schema VALUES (8);")).await;
+        let e = err(&p);
+        assert!(
+            e.contains("newer.coverage") && e.contains("schema version 8") && e.contains("newer"),
+            "{e}"
+        );
+        assert!(e.contains("coverage.py 9.0.0"), "{e}");
+
+        let p = tmp.path().join("older.coverage");
+        make_db(&p, &format!("{SCHEMA} INSERT INTO coverage_schema VALUES (6);")).await;
+        assert!(err(&p).contains("older"));
+
+        let p = tmp.path().join("noversion.coverage");
+        make_db(&p, SCHEMA).await;
+        assert!(err(&p).contains("no version row"));
+
+        // A truncated data file.
+        let p = tmp.path().join("truncated.coverage");
+        let real = std::fs::read(fixtures().join("cases/all_stable/evidence/.coverage")).unwrap();
+        std::fs::write(&p, &real[..real.len() / 3]).unwrap();
+        let e = err(&p);
+        assert!(
+            e.contains("truncated.coverage") && e.contains("truncated or corrupt"),
+            "{e}"
+        );
+    }
+
+    #[tokio::test]
+    async fn hand_made_data_file_paging_and_contexts() {
+        // More rows than one page, numbits and arcs, a foreign context.
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join(".coverage");
+        let mut sql = format!("BEGIN; {SCHEMA} INSERT INTO coverage_schema VALUES (7);");
+        sql.push_str("INSERT INTO file VALUES (1, '/abs/src/a.py'), (2, 'src/b.py'), (3, 'src/c.py');");
+        sql.push_str("INSERT INTO context VALUES (1, ''), (2, 'tests.test_x.test_dotted');");
+        let n = PAGE as usize + 10;
+        for i in 0..n {
+            sql.push_str(&format!(
+                "INSERT INTO context VALUES ({}, 'tests/t.py::test_{i}|run');",
+                i + 3
+            ));
+            // line (i % 50) + 1 of a.py, as numbits.
+            let line = (i % 50) + 1;
+            let mut bits = vec![0u8; line / 8 + 1];
+            bits[line / 8] |= 1 << (line % 8);
+            sql.push_str(&format!(
+                "INSERT INTO line_bits VALUES (1, {}, X'{}');",
+                i + 3,
+                hex::encode(&bits)
+            ));
+            sql.push_str(&format!(
+                "INSERT INTO arc VALUES (2, {}, -1, {line}), (2, {}, {line}, -1);",
+                i + 3,
+                i + 3
+            ));
+        }
+        sql.push_str("INSERT INTO line_bits VALUES (1, 1, X'02'), (1, 2, X'04'); COMMIT;");
+        make_db(&p, &sql).await;
+        let d = read_data_file(&p, &PathMatcher::new(["src/a.py", "src/b.py"]))
+            .await
+            .unwrap();
+        assert_eq!(d.measured_files, 3);
+        assert_eq!(d.mapped_paths, [("/abs/src/a.py".to_string(), "src/a.py".to_string())]);
+        let a = &d.files["src/a.py"];
+        let tests_on_1 = a.witnesses[&1].len();
+        assert_eq!(a.witnesses.values().map(|w| w.len()).sum::<usize>(), n);
+        assert_eq!(tests_on_1, n.div_ceil(50));
+        assert!(a.import_time.contains(&1));
+        assert!(a.executed.contains(&2));
+        assert_eq!(d.foreign_contexts, ["tests.test_x.test_dotted"]);
+        let b = &d.files["src/b.py"];
+        assert_eq!(b.witnesses.values().map(|w| w.len()).sum::<usize>(), n);
+        assert_eq!(b.executed.len(), 50);
+        assert!(d.has_test_contexts);
+    }
+}

@@ -1,0 +1,236 @@
+//! Repository configuration, `.github/flakegate.yml`: where the ledger is, which
+//! evidence to trust, and the policy knobs. Every field is optional and has a
+//! documented default; unknown keys are rejected with their line and column, so
+//! a typo never silently turns a knob off.
+
+use crate::gate::{InputError, Location};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The whole `.github/flakegate.yml`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Path of the freeze ledger in the repository. Default `.github/flake-ledger.json`.
+    pub ledger: String,
+    pub evidence: EvidenceConfig,
+    pub policy: Policy,
+    /// Owner name as written in the ledger → GitHub handle (`@user`, `@org/team`).
+    pub owners: BTreeMap<String, String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            ledger: ".github/flake-ledger.json".into(),
+            evidence: EvidenceConfig::default(),
+            policy: Policy::default(),
+            owners: BTreeMap::new(),
+        }
+    }
+}
+
+/// Where the App finds the evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EvidenceConfig {
+    /// Name of the workflow artifact holding the evidence directory. Default `flakegate-evidence`.
+    pub artifact: String,
+    /// Workflow files (under `.github/workflows/`) whose runs may carry evidence.
+    /// Empty: any workflow run that uploads the artifact.
+    pub workflows: Vec<String>,
+    /// Minutes to wait for evidence before completing the check as INCONCLUSIVE. Default 120.
+    pub timeout_minutes: u32,
+}
+
+impl Default for EvidenceConfig {
+    fn default() -> Self {
+        EvidenceConfig {
+            artifact: "flakegate-evidence".into(),
+            workflows: Vec::new(),
+            timeout_minutes: 120,
+        }
+    }
+}
+
+/// What the check run's conclusion is for PASS_WITH_CAVEAT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaveatConclusion {
+    #[default]
+    Success,
+    Neutral,
+    Failure,
+}
+
+/// The policy knobs of the decision.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Policy {
+    /// Any changed line without a stable witness makes the verdict INCONCLUSIVE
+    /// (default false: such lines are a caveat).
+    pub strict_lines: bool,
+    /// Count only a test's `run` phase as witnessing; lines run only in fixture
+    /// setup/teardown are then unwitnessed (default false: they witness, with a caveat).
+    pub run_phase_only: bool,
+    /// Attribute a pure deletion to the surviving lines directly above and
+    /// below it (default false: deletions are listed only).
+    pub attribute_deletions: bool,
+    /// Check-run conclusion for PASS_WITH_CAVEAT (default `success`).
+    pub caveat_conclusion: CaveatConclusion,
+    /// Longest freeze allowed, `expires − frozen_at` in days (default: no limit).
+    pub max_freeze_days: Option<u32>,
+    /// Globs of paths that need no evidence.
+    pub no_evidence_paths: Vec<String>,
+    /// Days before expiry from which `ledger lint` warns. Default 7.
+    pub expiry_warning_days: u32,
+}
+
+pub const DEFAULT_NO_EVIDENCE_PATHS: &[&str] = &["**/*.md", "**/*.rst", "**/*.txt", "docs/**", "LICENSE*"];
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            strict_lines: false,
+            run_phase_only: false,
+            attribute_deletions: false,
+            caveat_conclusion: CaveatConclusion::Success,
+            max_freeze_days: None,
+            no_evidence_paths: DEFAULT_NO_EVIDENCE_PATHS.iter().map(|s| s.to_string()).collect(),
+            expiry_warning_days: 7,
+        }
+    }
+}
+
+/// Matches paths against `no_evidence_paths`.
+#[derive(Debug, Clone)]
+pub struct PathGlobs(globset::GlobSet);
+
+impl PathGlobs {
+    pub fn new(patterns: &[String]) -> Result<Self, String> {
+        let mut b = globset::GlobSetBuilder::new();
+        for p in patterns {
+            let glob = globset::GlobBuilder::new(p)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| format!("bad glob {p:?} in no_evidence_paths: {e}"))?;
+            b.add(glob);
+        }
+        b.build().map(PathGlobs).map_err(|e| e.to_string())
+    }
+    pub fn is_match(&self, path: &str) -> bool {
+        self.0.is_match(path)
+    }
+}
+
+/// Parse `.github/flakegate.yml`. An empty file is the default config.
+pub fn parse_config(file: &str, text: &str) -> Result<Config, InputError> {
+    if text.trim().is_empty() {
+        return Ok(Config::default());
+    }
+    let config: Config = serde_yaml_ng::from_str(text).map_err(|e| {
+        let location = match e.location() {
+            Some(l) => Location::at(file, l.line(), Some(l.column())),
+            None => Location::file(file),
+        };
+        let msg = e.to_string();
+        // serde_yaml appends " at line X column Y"; Location carries it.
+        let msg = match msg.find(" at line ") {
+            Some(i) => msg[..i].to_string(),
+            None => msg,
+        };
+        InputError::new(location, msg)
+    })?;
+    PathGlobs::new(&config.policy.no_evidence_paths).map_err(|m| InputError::new(Location::file(file), m))?;
+    for (owner, handle) in &config.owners {
+        if !is_handle(handle) {
+            return Err(InputError::new(
+                Location::file(file),
+                format!("owners.{owner}: expected a GitHub handle like @user or @org/team, got {handle:?}"),
+            ));
+        }
+    }
+    Ok(config)
+}
+
+/// Is this a GitHub handle (`@user` or `@org/team`)?
+pub fn is_handle(s: &str) -> bool {
+    let Some(rest) = s.strip_prefix('@') else { return false };
+    let ok = |p: &str| {
+        !p.is_empty()
+            && p.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+    };
+    match rest.split_once('/') {
+        Some((org, team)) => ok(org) && ok(team),
+        None => ok(rest),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_overrides() {
+        assert_eq!(parse_config("c.yml", "").unwrap(), Config::default());
+        let c = parse_config(
+            "c.yml",
+            "policy:\n  strict_lines: true\n  max_freeze_days: 30\n  caveat_conclusion: neutral\nowners:\n  billing-oncall: '@acme/billing'\n",
+        )
+        .unwrap();
+        assert!(c.policy.strict_lines);
+        assert_eq!(c.policy.max_freeze_days, Some(30));
+        assert_eq!(c.policy.caveat_conclusion, CaveatConclusion::Neutral);
+        assert_eq!(c.owners["billing-oncall"], "@acme/billing");
+        assert_eq!(c.ledger, ".github/flake-ledger.json");
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected_with_their_line() {
+        let e = parse_config("c.yml", "policy:\n  strict_lines: true\n  strict_line: true\n").unwrap_err();
+        assert_eq!(e.location.line, Some(3), "{e}");
+        assert!(e.message.contains("unknown field `strict_line`"), "{e}");
+        let e = parse_config("c.yml", "polcy: {}\n").unwrap_err();
+        assert_eq!(e.location.line, Some(1), "{e}");
+    }
+
+    #[test]
+    fn bad_values() {
+        let e = parse_config("c.yml", "policy:\n  strict_lines: maybe\n").unwrap_err();
+        assert_eq!(e.location.line, Some(2), "{e}");
+        let e = parse_config("c.yml", "owners:\n  x: not-a-handle\n").unwrap_err();
+        assert!(e.message.contains("GitHub handle"), "{e}");
+        let e = parse_config("c.yml", "policy:\n  no_evidence_paths: ['a/[']\n").unwrap_err();
+        assert!(e.message.contains("bad glob"), "{e}");
+    }
+
+    #[test]
+    fn handles() {
+        for (s, ok) in [
+            ("@a", true),
+            ("@org/team-x", true),
+            ("a", false),
+            ("@", false),
+            ("@a/", false),
+            ("@a b", false),
+        ] {
+            assert_eq!(is_handle(s), ok, "{s}");
+        }
+    }
+
+    #[test]
+    fn globs() {
+        let g = PathGlobs::new(&Policy::default().no_evidence_paths).unwrap();
+        for (p, m) in [
+            ("README.md", true),
+            ("a/b/c.md", true),
+            ("docs/x.py", true),
+            ("LICENSE", true),
+            ("src/a.py", false),
+            ("src/docs/a.py", false),
+        ] {
+            assert_eq!(g.is_match(p), m, "{p}");
+        }
+    }
+}

@@ -1,0 +1,758 @@
+//! The freeze ledger (`.github/flake-ledger.json`): every frozen test with
+//! why, who owns it and when the freeze expires.
+//!
+//! serde_json has no spans, so the text is first checked by serde_json (for
+//! its syntax errors with line and column) and then read again by
+//! [`json_spans`], a small reader that keeps the line and column of every
+//! value and key. Every problem is collected, not just the first.
+
+use crate::gate::nodeid::TestId;
+use crate::gate::{InputError, Location};
+use chrono::NaiveDate;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One frozen test (or class, or parametrised base name).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FreezeEntry {
+    /// A node id or a prefix of node ids (class, parametrised base name).
+    pub test: String,
+    pub observed: Option<String>,
+    pub reason: Option<String>,
+    pub owner: String,
+    pub frozen_at: Option<NaiveDate>,
+    pub expires: NaiveDate,
+    /// 1-based line of the entry's `{` in the ledger file.
+    #[serde(skip)]
+    pub line: usize,
+}
+
+impl FreezeEntry {
+    pub fn covers(&self, test: &TestId) -> bool {
+        test.is_under(&self.test)
+    }
+    /// Past its expiry: the UTC date is later than `expires` (on that day it still holds).
+    pub fn is_expired(&self, today: NaiveDate) -> bool {
+        today > self.expires
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Ledger {
+    pub entries: Vec<FreezeEntry>,
+}
+
+impl Ledger {
+    /// Entries that cover this test.
+    pub fn entries_for<'a>(&'a self, test: &'a TestId) -> impl Iterator<Item = &'a FreezeEntry> + 'a {
+        self.entries.iter().filter(move |e| e.covers(test))
+    }
+    pub fn is_frozen(&self, test: &TestId) -> bool {
+        self.entries_for(test).next().is_some()
+    }
+}
+
+const TOP_FIELDS: &[&str] = &["frozen"];
+const ENTRY_FIELDS: &[&str] = &["test", "observed", "reason", "owner", "frozen_at", "expires"];
+
+/// Parse and validate a ledger. `max_freeze_days`: the policy's limit on
+/// `expires − frozen_at` (None: no limit). Every problem is an error naming
+/// the file, line and column: bad JSON, unknown fields, missing `test`,
+/// `owner` or `expires`, non-ISO dates, `expires` before `frozen_at`,
+/// a freeze longer than the policy allows, duplicate tests, a `test` that is
+/// not a node id (`path::name…`).
+pub fn parse_ledger(file: &str, text: &str, max_freeze_days: Option<u32>) -> Result<Ledger, Vec<InputError>> {
+    use json_spans::JVal;
+    let root = json_spans::parse(file, text).map_err(|e| vec![e])?;
+    let mut errors = Vec::new();
+    let at = |p: json_spans::Pos| Location::at(file, p.line, Some(p.col));
+
+    let JVal::Obj(members) = &root.val else {
+        return Err(vec![InputError::new(
+            at(root.pos),
+            format!(
+                "expected a JSON object {{\"frozen\": [...]}} at the top level, found {}",
+                root.val.kind()
+            ),
+        )]);
+    };
+    json_spans::check_fields(file, members, TOP_FIELDS, "the ledger's top level", &mut errors);
+    let frozen = members.iter().rev().find(|m| m.key == "frozen");
+    let mut entries = Vec::new();
+    match frozen {
+        None => errors.push(InputError::new(
+            at(root.pos),
+            "missing field \"frozen\": expected {\"frozen\": [...]}",
+        )),
+        Some(m) => match &m.value.val {
+            JVal::Arr(items) => {
+                for item in items {
+                    if let Some(e) = parse_entry(file, item, max_freeze_days, &mut errors) {
+                        entries.push(e);
+                    }
+                }
+            }
+            other => errors.push(InputError::new(
+                at(m.value.pos),
+                format!("expected \"frozen\" to be an array of entries, found {}", other.kind()),
+            )),
+        },
+    }
+
+    // Duplicate tests: the same string twice, each occurrence names the others.
+    let mut by_test: BTreeMap<&str, Vec<(usize, usize)>> = BTreeMap::new();
+    if let Some(JVal::Arr(items)) = frozen.map(|m| &m.value.val) {
+        for item in items {
+            if let JVal::Obj(fields) = &item.val {
+                if let Some(t) = fields.iter().rev().find(|f| f.key == "test") {
+                    if let JVal::Str(s) = &t.value.val {
+                        by_test
+                            .entry(s.as_str())
+                            .or_default()
+                            .push((t.value.pos.line, t.value.pos.col));
+                    }
+                }
+            }
+        }
+    }
+    for (test, places) in &by_test {
+        if places.len() < 2 {
+            continue;
+        }
+        for (i, &(line, col)) in places.iter().enumerate() {
+            let mut others: Vec<String> = places
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, (l, _))| l.to_string())
+                .take(6)
+                .collect();
+            if places.len() > 6 {
+                others.truncate(5);
+                others.push(format!("and {} more", places.len() - 6));
+            }
+            errors.push(InputError::new(
+                Location::at(file, line, Some(col)),
+                format!(
+                    "duplicate test {test:?}: also frozen at line{} {}; expected each test once",
+                    if others.len() > 1 { "s" } else { "" },
+                    others.join(", ")
+                ),
+            ));
+        }
+    }
+
+    if errors.is_empty() {
+        Ok(Ledger { entries })
+    } else {
+        errors.sort_by_key(|e| (e.location.line, e.location.column));
+        Err(errors)
+    }
+}
+
+fn parse_entry(
+    file: &str,
+    node: &json_spans::Node,
+    max_freeze_days: Option<u32>,
+    errors: &mut Vec<InputError>,
+) -> Option<FreezeEntry> {
+    use json_spans::JVal;
+    let at = |p: json_spans::Pos| Location::at(file, p.line, Some(p.col));
+    let JVal::Obj(fields) = &node.val else {
+        errors.push(InputError::new(
+            at(node.pos),
+            format!(
+                "expected a ledger entry object {{\"test\", \"owner\", \"expires\", ...}}, found {}",
+                node.val.kind()
+            ),
+        ));
+        return None;
+    };
+    let before = errors.len();
+    json_spans::check_fields(file, fields, ENTRY_FIELDS, "a ledger entry", errors);
+    let get = |k: &str| fields.iter().rev().find(|f| f.key == k).map(|f| &f.value);
+
+    // Required or optional string fields.
+    let string = |key: &str, required: bool, errors: &mut Vec<InputError>| -> Option<String> {
+        match get(key) {
+            None if required => {
+                errors.push(InputError::new(
+                    at(node.pos),
+                    format!("entry is missing the required field {key:?}"),
+                ));
+                None
+            }
+            None => None,
+            Some(v) => match &v.val {
+                JVal::Str(s) => Some(s.clone()),
+                JVal::Null if !required => None,
+                other => {
+                    errors.push(InputError::new(
+                        at(v.pos),
+                        format!("expected {key:?} to be a string, found {}", other.kind()),
+                    ));
+                    None
+                }
+            },
+        }
+    };
+    let test = string("test", true, errors);
+    let observed = string("observed", false, errors);
+    let reason = string("reason", false, errors);
+    let owner = string("owner", true, errors);
+    let frozen_at_s = string("frozen_at", false, errors);
+    let expires_s = string("expires", true, errors);
+
+    if let (Some(t), Some(v)) = (&test, get("test")) {
+        if let Err(why) = check_node_id(t) {
+            errors.push(InputError::new(
+                at(v.pos),
+                format!("\"test\" {t:?} is not a pytest node id: {why}"),
+            ));
+        }
+    }
+    if let (Some(o), Some(v)) = (&owner, get("owner")) {
+        if o.trim().is_empty() {
+            errors.push(InputError::new(
+                at(v.pos),
+                "\"owner\" is empty: expected who owns this freeze",
+            ));
+        }
+    }
+    let date = |key: &str, s: &Option<String>, errors: &mut Vec<InputError>| -> Option<NaiveDate> {
+        let (s, v) = (s.as_ref()?, get(key)?);
+        match parse_date(s) {
+            Ok(d) => Some(d),
+            Err(why) => {
+                errors.push(InputError::new(at(v.pos), format!("{key:?} {s:?} {why}")));
+                None
+            }
+        }
+    };
+    let frozen_at = date("frozen_at", &frozen_at_s, errors);
+    let expires = date("expires", &expires_s, errors);
+
+    if let (Some(f), Some(e)) = (frozen_at, expires) {
+        let pos = get("expires").map(|v| v.pos).unwrap_or(node.pos);
+        if e < f {
+            errors.push(InputError::new(
+                at(pos),
+                format!("\"expires\" {e} is before \"frozen_at\" {f}: expected expires on or after frozen_at"),
+            ));
+        } else if let Some(max) = max_freeze_days {
+            let days = (e - f).num_days();
+            if days > i64::from(max) {
+                errors.push(InputError::new(
+                    at(pos),
+                    format!(
+                        "freeze of {days} days (frozen_at {f}, expires {e}) is longer than the policy's \
+                         max_freeze_days of {max}"
+                    ),
+                ));
+            }
+        }
+    }
+    if max_freeze_days.is_some() && get("frozen_at").is_none_or(|v| matches!(v.val, JVal::Null)) {
+        errors.push(InputError::new(
+            at(node.pos),
+            "entry is missing \"frozen_at\": required because the policy sets max_freeze_days",
+        ));
+    }
+
+    if errors.len() > before {
+        return None;
+    }
+    Some(FreezeEntry {
+        test: test?,
+        observed,
+        reason,
+        owner: owner?,
+        frozen_at,
+        expires: expires?,
+        line: node.pos.line,
+    })
+}
+
+/// A strict ISO calendar date `YYYY-MM-DD`.
+pub(crate) fn parse_date(s: &str) -> Result<NaiveDate, String> {
+    let b = s.as_bytes();
+    let shape_ok = b.len() == 10
+        && b.iter().enumerate().all(|(i, c)| {
+            if i == 4 || i == 7 {
+                *c == b'-'
+            } else {
+                c.is_ascii_digit()
+            }
+        });
+    if !shape_ok {
+        return Err("is not an ISO date: expected YYYY-MM-DD".into());
+    }
+    let num = |r: std::ops::Range<usize>| s[r].parse::<u32>().unwrap_or(0);
+    let (y, m, d) = (num(0..4), num(5..7), num(8..10));
+    NaiveDate::from_ymd_opt(y as i32, m, d).ok_or_else(|| "is not a calendar date: expected a valid YYYY-MM-DD".into())
+}
+
+/// Is this a node id or node id prefix (`path::name…`)?
+fn check_node_id(t: &str) -> Result<(), &'static str> {
+    if t.is_empty() {
+        return Err("it is empty; expected path::name");
+    }
+    if t.trim() != t {
+        return Err("it has leading or trailing whitespace; expected path::name");
+    }
+    let Some((path, rest)) = t.split_once("::") else {
+        return Err("expected path::name (no \"::\" found)");
+    };
+    if path.is_empty() {
+        return Err("the path before \"::\" is empty; expected path::name");
+    }
+    if path.chars().any(char::is_whitespace) {
+        return Err("the path before \"::\" contains whitespace; expected path::name");
+    }
+    if rest.is_empty() || rest.starts_with(':') {
+        return Err("the name after \"::\" is empty; expected path::name");
+    }
+    // Only the part before a parameter list must be well-formed (`[…]` may hold anything).
+    let head = rest.split('[').next().unwrap_or(rest);
+    if head
+        .split("::")
+        .any(|p| p.is_empty() || p.chars().any(char::is_whitespace))
+        && !head.is_empty()
+    {
+        return Err("a name part is empty or contains whitespace; expected path::Class::name");
+    }
+    Ok(())
+}
+
+/// A JSON reader that keeps positions. The text is validated by serde_json
+/// first (whose errors carry line and column); this reader then walks the
+/// same, now known-valid, text recording the 1-based line and column (in
+/// characters) of every value and key. Nesting is bounded by serde_json's
+/// recursion limit, which is checked first.
+pub(crate) mod json_spans {
+    use crate::gate::{InputError, Location};
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Pos {
+        pub line: usize,
+        pub col: usize,
+    }
+
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum JVal {
+        Null,
+        Bool(bool),
+        Num(serde_json::Number),
+        Str(String),
+        Arr(Vec<Node>),
+        Obj(Vec<Member>),
+    }
+
+    impl JVal {
+        pub fn kind(&self) -> &'static str {
+            match self {
+                JVal::Null => "null",
+                JVal::Bool(_) => "a boolean",
+                JVal::Num(_) => "a number",
+                JVal::Str(_) => "a string",
+                JVal::Arr(_) => "an array",
+                JVal::Obj(_) => "an object",
+            }
+        }
+    }
+
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct Node {
+        pub pos: Pos,
+        pub val: JVal,
+    }
+
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct Member {
+        pub key: String,
+        pub key_pos: Pos,
+        pub value: Node,
+    }
+
+    /// Parse `text` (a leading BOM is allowed) into a positioned tree.
+    pub fn parse(file: &str, text: &str) -> Result<Node, InputError> {
+        let body = text.strip_prefix('\u{feff}').unwrap_or(text);
+        if let Err(e) = serde_json::from_str::<serde_json::Value>(body) {
+            return Err(InputError::json(file, &e));
+        }
+        let mut r = Reader {
+            s: body,
+            i: 0,
+            line: 1,
+            col: 1,
+        };
+        r.ws();
+        match r.value() {
+            Some(n) => Ok(n),
+            // serde_json accepted it, so this is a bug in this reader; say so instead of panicking.
+            None => Err(InputError::new(
+                Location::at(file, r.line, Some(r.col)),
+                "could not locate this JSON value (internal reader disagreement); please report this file",
+            )),
+        }
+    }
+
+    /// Reject fields not in `allowed`, and duplicate fields; each error names the field.
+    pub fn check_fields(file: &str, members: &[Member], allowed: &[&str], what: &str, errors: &mut Vec<InputError>) {
+        let list = allowed.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", ");
+        let mut seen = std::collections::HashSet::new();
+        for m in members {
+            let at = Location::at(file, m.key_pos.line, Some(m.key_pos.col));
+            if !allowed.contains(&m.key.as_str()) {
+                errors.push(InputError::new(
+                    at,
+                    format!("unknown field {:?} in {what}: expected one of {list}", m.key),
+                ));
+            } else if !seen.insert(m.key.as_str()) {
+                errors.push(InputError::new(
+                    at,
+                    format!("field {:?} appears twice in {what}", m.key),
+                ));
+            }
+        }
+    }
+
+    struct Reader<'a> {
+        s: &'a str,
+        i: usize,
+        line: usize,
+        col: usize,
+    }
+
+    impl Reader<'_> {
+        fn peek(&self) -> Option<u8> {
+            self.s.as_bytes().get(self.i).copied()
+        }
+        fn bump(&mut self) -> Option<char> {
+            let c = self.s.get(self.i..)?.chars().next()?;
+            self.i += c.len_utf8();
+            if c == '\n' {
+                self.line += 1;
+                self.col = 1;
+            } else {
+                self.col += 1;
+            }
+            Some(c)
+        }
+        fn ws(&mut self) {
+            while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+                self.bump();
+            }
+        }
+        fn pos(&self) -> Pos {
+            Pos {
+                line: self.line,
+                col: self.col,
+            }
+        }
+        fn eat(&mut self, c: u8) -> Option<()> {
+            if self.peek() == Some(c) {
+                self.bump();
+                Some(())
+            } else {
+                None
+            }
+        }
+        fn lit(&mut self, word: &str) -> Option<()> {
+            if self.s.get(self.i..)?.starts_with(word) {
+                for _ in 0..word.len() {
+                    self.bump();
+                }
+                Some(())
+            } else {
+                None
+            }
+        }
+        fn string(&mut self) -> Option<String> {
+            let start = self.i;
+            self.eat(b'"')?;
+            loop {
+                match self.bump()? {
+                    '\\' => {
+                        self.bump()?;
+                    }
+                    '"' => break,
+                    _ => {}
+                }
+            }
+            serde_json::from_str::<String>(self.s.get(start..self.i)?).ok()
+        }
+        fn value(&mut self) -> Option<Node> {
+            let pos = self.pos();
+            let val = match self.peek()? {
+                b'{' => {
+                    self.bump();
+                    let mut members = Vec::new();
+                    self.ws();
+                    if self.eat(b'}').is_none() {
+                        loop {
+                            self.ws();
+                            let key_pos = self.pos();
+                            let key = self.string()?;
+                            self.ws();
+                            self.eat(b':')?;
+                            self.ws();
+                            let value = self.value()?;
+                            members.push(Member { key, key_pos, value });
+                            self.ws();
+                            if self.eat(b',').is_some() {
+                                continue;
+                            }
+                            self.eat(b'}')?;
+                            break;
+                        }
+                    }
+                    JVal::Obj(members)
+                }
+                b'[' => {
+                    self.bump();
+                    let mut items = Vec::new();
+                    self.ws();
+                    if self.eat(b']').is_none() {
+                        loop {
+                            self.ws();
+                            items.push(self.value()?);
+                            self.ws();
+                            if self.eat(b',').is_some() {
+                                continue;
+                            }
+                            self.eat(b']')?;
+                            break;
+                        }
+                    }
+                    JVal::Arr(items)
+                }
+                b'"' => JVal::Str(self.string()?),
+                b't' => self.lit("true").map(|_| JVal::Bool(true))?,
+                b'f' => self.lit("false").map(|_| JVal::Bool(false))?,
+                b'n' => self.lit("null").map(|_| JVal::Null)?,
+                _ => {
+                    let start = self.i;
+                    while matches!(self.peek(), Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')) {
+                        self.bump();
+                    }
+                    let raw = self.s.get(start..self.i)?;
+                    JVal::Num(raw.parse::<serde_json::Number>().ok()?)
+                }
+            };
+            Some(Node { pos, val })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const F: &str = ".github/flake-ledger.json";
+
+    fn d(s: &str) -> NaiveDate {
+        NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap()
+    }
+
+    #[test]
+    fn valid_ledger_with_prefix_entries() {
+        let text = r#"{"frozen": [
+  {"test": "tests/test_billing.py::test_retry_backoff",
+   "observed": "3/7 fail on clean base",
+   "reason": "wall-clock dependency in backoff assertion",
+   "owner": "billing-oncall",
+   "frozen_at": "2026-11-09", "expires": "2026-12-09"},
+  {"test": "tests/test_cart.py::TestCart", "owner": "cart", "expires": "2026-12-01", "observed": null},
+    {
+      "test": "tests/test_pricing.py::test_bulk_discount",
+      "owner": "pricing",
+      "expires": "2027-01-01",
+      "reason": "caf\u00e9 \"quoted\" [x] {y}"
+    }
+]}
+"#;
+        let l = parse_ledger(F, text, None).unwrap();
+        assert_eq!(l.entries.len(), 3);
+        assert_eq!(l.entries.iter().map(|e| e.line).collect::<Vec<_>>(), vec![2, 7, 8]);
+        let e = &l.entries[0];
+        assert_eq!(e.owner, "billing-oncall");
+        assert_eq!(e.frozen_at, Some(d("2026-11-09")));
+        assert_eq!(e.expires, d("2026-12-09"));
+        assert!(!e.is_expired(d("2026-12-09")));
+        assert!(e.is_expired(d("2026-12-10")));
+        assert_eq!(l.entries[2].reason.as_deref(), Some("café \"quoted\" [x] {y}"));
+
+        let t = |s: &str| TestId::new(s);
+        assert!(l.is_frozen(&t("tests/test_billing.py::test_retry_backoff")));
+        assert!(l.is_frozen(&t("tests/test_cart.py::TestCart::test_total")));
+        assert!(l.is_frozen(&t("tests/test_cart.py::TestCart")));
+        assert!(!l.is_frozen(&t("tests/test_cart.py::TestCartExtra::test_total")));
+        assert!(!l.is_frozen(&t("tests/test_cart.py::test_stocked_subtotal")));
+        assert!(l.is_frozen(&t("tests/test_pricing.py::test_bulk_discount[10-0.1]")));
+        assert!(l.is_frozen(&t("tests/test_pricing.py::test_bulk_discount")));
+        assert!(!l.is_frozen(&t("tests/test_pricing.py::test_bulk_discount_cap")));
+        let cover: Vec<_> = l
+            .entries_for(&t("tests/test_cart.py::TestCart::test_total"))
+            .map(|e| e.line)
+            .collect();
+        assert_eq!(cover, vec![7]);
+
+        // frozen_at within the limit.
+        assert!(parse_ledger(F, text, Some(30)).is_err()); // entries 2 and 3 lack frozen_at
+        let ok =
+            r#"{"frozen": [{"test": "a.py::t", "owner": "o", "frozen_at": "2026-01-01", "expires": "2026-01-31"}]}"#;
+        assert_eq!(parse_ledger(F, ok, Some(30)).unwrap().entries.len(), 1);
+        assert_eq!(parse_ledger(F, "{\"frozen\": []}", Some(1)).unwrap(), Ledger::default());
+        // A BOM and CRLF line endings are fine.
+        let crlf =
+            "\u{feff}{\"frozen\": [\r\n\r\n {\"test\": \"a.py::t\", \"owner\": \"o\", \"expires\": \"2026-01-31\"}]}";
+        assert_eq!(parse_ledger(F, crlf, None).unwrap().entries[0].line, 3);
+    }
+
+    /// Each bad ledger, the limit, and the expected (line, column, message fragment) of every error.
+    #[test]
+    fn bad_ledgers() {
+        type Want<'a> = &'a [(usize, Option<usize>, &'a str)];
+        let cases: &[(&str, &str, Option<u32>, Want)] = &[
+            ("bad json", "{\"frozen\": [\n  {\"test\": }\n]}", None, &[(2, Some(12), "expected value")]),
+            ("empty file", "", None, &[(1, Some(0), "EOF")]),
+            ("trailing comma", "{\"frozen\": [\n{\"test\": \"a.py::t\"},\n]}", None, &[(3, Some(1), "trailing comma")]),
+            ("top not object", "\n[1, 2]", None, &[(2, Some(1), "expected a JSON object")]),
+            ("no frozen", "{\n \"tests\": []\n}", None, &[(1, Some(1), "missing field \"frozen\""), (2, Some(2), "unknown field \"tests\"")]),
+            ("frozen not array", "{\"frozen\": {}}", None, &[(1, Some(12), "to be an array")]),
+            (
+                "unknown entry field",
+                "{\"frozen\": [\n  {\"test\": \"a.py::t\", \"owner\": \"o\", \"expires\": \"2026-01-01\",\n   \"expiry\": \"x\"}]}",
+                None,
+                &[(3, Some(4), "unknown field \"expiry\" in a ledger entry: expected one of \"test\", \"observed\", \"reason\", \"owner\", \"frozen_at\", \"expires\"")],
+            ),
+            (
+                "missing owner and expires, entry not an object",
+                "{\"frozen\": [\n  {\"test\": \"a.py::t\"},\n  \"b.py::u\"\n]}",
+                None,
+                &[(2, Some(3), "\"owner\""), (2, Some(3), "\"expires\""), (3, Some(3), "expected a ledger entry object")],
+            ),
+            (
+                "missing test, empty owner",
+                "{\"frozen\": [\n  {\"owner\": \" \", \"expires\": \"2026-01-01\"}]}",
+                None,
+                &[(2, Some(3), "\"test\""), (2, Some(13), "\"owner\" is empty")],
+            ),
+            (
+                "wrong types",
+                "{\"frozen\": [{\"test\": 1, \"owner\": [\"o\"], \"expires\": 20260101, \"reason\": false}]}",
+                None,
+                &[(1, Some(22), "\"test\" to be a string, found a number"), (1, Some(34), "\"owner\" to be a string"), (1, Some(52), "\"expires\" to be a string"), (1, Some(72), "\"reason\" to be a string")],
+            ),
+            (
+                "dates",
+                "{\"frozen\": [\n {\"test\": \"a.py::t\", \"owner\": \"o\", \"frozen_at\": \"2026-1-01\", \"expires\": \"2026-02-30\"},\n {\"test\": \"a.py::u\", \"owner\": \"o\", \"expires\": \"2026-02-28T00:00\"}]}",
+                None,
+                &[(2, Some(49), "\"2026-1-01\" is not an ISO date"), (2, Some(73), "not a calendar date"), (3, Some(47), "not an ISO date")],
+            ),
+            (
+                "expires before frozen_at",
+                "{\"frozen\": [{\"test\": \"a.py::t\", \"owner\": \"o\", \"frozen_at\": \"2026-03-01\", \"expires\": \"2026-02-28\"}]}",
+                Some(30),
+                &[(1, Some(85), "is before \"frozen_at\"")],
+            ),
+            (
+                "too long, and frozen_at missing under a limit",
+                "{\"frozen\": [\n{\"test\": \"a.py::t\", \"owner\": \"o\", \"frozen_at\": \"2026-01-01\", \"expires\": \"2026-03-01\"},\n{\"test\": \"a.py::u\", \"owner\": \"o\", \"expires\": \"2026-03-01\"}]}",
+                Some(30),
+                &[(2, Some(73), "freeze of 59 days"), (3, Some(1), "missing \"frozen_at\"")],
+            ),
+            (
+                "duplicates report both lines",
+                "{\"frozen\": [\n{\"test\": \"a.py::t\", \"owner\": \"o\", \"expires\": \"2026-03-01\"},\n{\"test\": \"a.py::u\", \"owner\": \"o\", \"expires\": \"2026-03-01\"},\n{\"test\": \"a.py::t\", \"owner\": \"p\", \"expires\": \"2026-04-01\"}]}",
+                None,
+                &[(2, Some(10), "duplicate test \"a.py::t\": also frozen at line 4"), (4, Some(10), "also frozen at line 2")],
+            ),
+            (
+                "not node ids",
+                "{\"frozen\": [\n{\"test\": \"test_a\", \"owner\": \"o\", \"expires\": \"2026-03-01\"},\n{\"test\": \"a.py::\", \"owner\": \"o\", \"expires\": \"2026-03-01\"},\n{\"test\": \" a.py::t\", \"owner\": \"o\", \"expires\": \"2026-03-01\"},\n{\"test\": \"a.py:: t\", \"owner\": \"o\", \"expires\": \"2026-03-01\"},\n{\"test\": \"::t\", \"owner\": \"o\", \"expires\": \"2026-03-01\"}]}",
+                None,
+                &[(2, Some(10), "no \"::\""), (3, Some(10), "name after"), (4, Some(10), "whitespace"), (5, Some(10), "whitespace"), (6, Some(10), "path before")],
+            ),
+            (
+                "duplicate key",
+                "{\"frozen\": [{\"test\": \"a.py::t\", \"owner\": \"o\", \"owner\": \"p\", \"expires\": \"2026-03-01\"}]}",
+                None,
+                &[(1, Some(47), "appears twice")],
+            ),
+        ];
+        for (name, text, max, want) in cases {
+            let errs = parse_ledger(F, text, *max).expect_err(name);
+            let got: Vec<_> = errs
+                .iter()
+                .map(|e| (e.location.line, e.location.column, e.message.as_str()))
+                .collect();
+            assert_eq!(got.len(), want.len(), "{name}: {got:#?}");
+            for ((gl, gc, gm), (wl, wc, wm)) in got.iter().zip(want.iter()) {
+                assert_eq!((gl, gc), (&Some(*wl), wc), "{name}: {gm}");
+                assert!(gm.contains(wm), "{name}: {gm:?} should contain {wm:?}");
+            }
+            for e in &errs {
+                assert_eq!(e.location.file, F);
+            }
+        }
+    }
+
+    #[test]
+    fn committed_fixture_ledgers() {
+        let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let good = std::fs::read_to_string(dir.join("project/.github/flake-ledger.json")).unwrap();
+        let l = parse_ledger("flake-ledger.json", &good, Some(30)).unwrap();
+        assert_eq!(l.entries.iter().map(|e| e.line).collect::<Vec<_>>(), vec![3, 11, 19]);
+        assert!(l.is_frozen(&TestId::new("tests/test_pricing.py::test_bulk_discount[10-0.1]")));
+        assert!(!l.is_frozen(&TestId::new("tests/test_pricing.py::test_bulk_discount_cap")));
+        assert_eq!(l.entries[0].owner, "@shop/payments");
+        // The invalid_ledger case: the second entry has no owner.
+        let bad = std::fs::read_to_string(dir.join("cases/invalid_ledger/ledger.json")).unwrap();
+        let errs = parse_ledger("ledger.json", &bad, None).unwrap_err();
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert_eq!(
+            errs[0].to_string(),
+            "ledger.json:11:5: entry is missing the required field \"owner\""
+        );
+    }
+
+    #[test]
+    fn param_ids_may_hold_anything() {
+        let text = r#"{"frozen": [{"test": "t.py::test_p[a b::c]", "owner": "o", "expires": "2026-01-01"}]}"#;
+        assert_eq!(
+            parse_ledger(F, text, None).unwrap().entries[0].test,
+            "t.py::test_p[a b::c]"
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(s in "\\PC*") {
+            let _ = parse_ledger(F, &s, Some(30));
+        }
+
+        #[test]
+        fn never_panics_on_jsonish(s in "[\\[\\]{}\",:0-9a-z_\\\\ \n-]{0,80}") {
+            let _ = parse_ledger(F, &s, None);
+            let _ = parse_ledger(F, &format!("{{\"frozen\": [{s}]}}"), Some(3));
+        }
+
+        #[test]
+        fn entry_lines_are_exact(pad in proptest::collection::vec(0usize..3, 1..6)) {
+            let mut text = String::from("{\"frozen\": [");
+            let mut want = Vec::new();
+            let mut line = 1;
+            for (i, p) in pad.iter().enumerate() {
+                if i > 0 { text.push(','); }
+                for _ in 0..*p { text.push('\n'); line += 1; }
+                want.push(line);
+                text.push_str(&format!("{{\"test\": \"a.py::t{i}\", \"owner\": \"o\\n\", \"expires\": \"2026-01-01\"}}"));
+            }
+            text.push_str("]}");
+            let l = parse_ledger(F, &text, None).unwrap();
+            proptest::prop_assert_eq!(l.entries.iter().map(|e| e.line).collect::<Vec<_>>(), want);
+        }
+    }
+}

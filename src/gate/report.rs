@@ -1,0 +1,411 @@
+//! The evidence record: the one JSON shape that the command line prints, the
+//! check run embeds and an agent acts on. Documented field by field in
+//! `docs/evidence-record.md`; bump [`SCHEMA_VERSION`] on any breaking change.
+
+use crate::gate::nodeid::{Phase, TestId};
+use crate::gate::probe::Stability;
+use crate::gate::results::Outcome;
+use crate::gate::Location;
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The gate's verdict. INCONCLUSIVE blocks merge exactly like FAIL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Verdict {
+    Pass,
+    PassWithCaveat,
+    Inconclusive,
+    Fail,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "PASS",
+            Verdict::PassWithCaveat => "PASS_WITH_CAVEAT",
+            Verdict::Inconclusive => "INCONCLUSIVE",
+            Verdict::Fail => "FAIL",
+        }
+    }
+    /// Does this verdict block merge?
+    pub fn blocks(self) -> bool {
+        matches!(self, Verdict::Inconclusive | Verdict::Fail)
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A reason's stable code. The order of the variants is the order of
+/// DESIGN.md's decision table: the first reason that applies decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasonCode {
+    /// Row 1: evidence missing, unreadable or not about this patch.
+    MissingEvidence,
+    /// Row 2: the ledger is invalid.
+    InvalidLedger,
+    /// Row 3: a stable test failed on head.
+    Failed,
+    /// Row 4: a ledger entry is past its expiry.
+    Expired,
+    /// Row 5: no witness covers any changed line.
+    Uncovered,
+    /// Row 6: every witness is frozen or not stable.
+    FrozenOnly,
+    /// `strict_lines`: some changed lines have no stable witness (INCONCLUSIVE).
+    BlindLinesStrict,
+    /// Row 7: some witnesses are frozen.
+    SomeFrozen,
+    /// Caveat: some changed lines (or files) have no stable witness.
+    BlindLines,
+    /// Caveat: lines witnessed only in fixture setup/teardown.
+    PhaseOnlyWitness,
+    /// Caveat: no head test results were given, so failures were not checked.
+    NoResults,
+    /// Row 8 for a patch whose changes need no evidence.
+    NoExecutableChange,
+    /// Row 8.
+    AllStable,
+}
+
+impl ReasonCode {
+    pub fn verdict(self) -> Verdict {
+        use ReasonCode::*;
+        match self {
+            MissingEvidence | InvalidLedger | Expired | Uncovered | FrozenOnly | BlindLinesStrict => {
+                Verdict::Inconclusive
+            }
+            Failed => Verdict::Fail,
+            SomeFrozen | BlindLines | PhaseOnlyWitness | NoResults => Verdict::PassWithCaveat,
+            NoExecutableChange | AllStable => Verdict::Pass,
+        }
+    }
+    /// The code as it appears in the record (`blind_lines` for both strict and caveat).
+    pub fn as_str(self) -> &'static str {
+        use ReasonCode::*;
+        match self {
+            MissingEvidence => "missing_evidence",
+            InvalidLedger => "invalid_ledger",
+            Failed => "failed",
+            Expired => "expired",
+            Uncovered => "uncovered",
+            FrozenOnly => "frozen_only",
+            BlindLinesStrict | BlindLines => "blind_lines",
+            SomeFrozen => "some_frozen",
+            PhaseOnlyWitness => "phase_only_witness",
+            NoResults => "no_results",
+            NoExecutableChange => "no_executable_change",
+            AllStable => "all_stable",
+        }
+    }
+}
+
+/// One reason, with a sentence a person or an agent can act on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Reason {
+    #[serde(serialize_with = "ser_code")]
+    pub code: ReasonCode,
+    /// The verdict this reason alone leads to.
+    pub verdict: Verdict,
+    pub message: String,
+    /// Where, when the reason is about a place in an input or the patch.
+    pub locations: Vec<Location>,
+    /// The tests the reason is about.
+    pub tests: Vec<TestId>,
+}
+
+fn ser_code<S: serde::Serializer>(c: &ReasonCode, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(c.as_str())
+}
+
+impl Reason {
+    pub fn new(code: ReasonCode, message: impl Into<String>) -> Self {
+        Reason {
+            code,
+            verdict: code.verdict(),
+            message: message.into(),
+            locations: Vec::new(),
+            tests: Vec::new(),
+        }
+    }
+    pub fn at(mut self, locations: Vec<Location>) -> Self {
+        self.locations = locations;
+        self
+    }
+    pub fn tests(mut self, tests: Vec<TestId>) -> Self {
+        self.tests = tests;
+        self
+    }
+}
+
+/// How a test stands as a witness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WitnessStatus {
+    Stable,
+    /// In the ledger.
+    Frozen,
+    /// Found unstable by the probe.
+    Unstable,
+    /// Failed every probe run: broken on base, not evidence.
+    FailingOnBase,
+}
+
+impl WitnessStatus {
+    pub fn is_stable(self) -> bool {
+        self == WitnessStatus::Stable
+    }
+}
+
+/// The class of one changed line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LineClass {
+    /// At least one stable witness.
+    Stable,
+    /// Witnessed, but only by frozen, unstable or failing-on-base tests.
+    FrozenOnly,
+    /// Executable, but no test executed it.
+    Uncovered,
+    /// Excluded from measurement (`# pragma: no cover`): blind.
+    Excluded,
+    /// Not executable (blank, comment): needs no witness.
+    NotExecutable,
+}
+
+impl LineClass {
+    pub fn is_blind(self) -> bool {
+        matches!(self, LineClass::FrozenOnly | LineClass::Uncovered | LineClass::Excluded)
+    }
+}
+
+/// One witness of one line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LineWitness {
+    pub test: TestId,
+    pub status: WitnessStatus,
+    pub phases: BTreeSet<Phase>,
+}
+
+/// One changed executable line (or attributed deletion).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LineReport {
+    pub line: u32,
+    pub class: LineClass,
+    pub witnesses: Vec<LineWitness>,
+}
+
+/// A pure deletion as reported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeletionReport {
+    pub old_start: u32,
+    pub old_count: u32,
+    /// New-side line directly above (0: top of file).
+    pub after: u32,
+    /// Whether it was attributed to its neighbours (`attribute_deletions`).
+    pub attributed: bool,
+    /// The class it got when attributed, or when it deletes only blank/comment lines.
+    pub class: Option<LineClass>,
+}
+
+/// How a touched file was accounted for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileEvidence {
+    /// Matches `no_evidence_paths`.
+    NotNeeded,
+    /// No content change (pure rename, mode change) or only blank/comment lines.
+    NoExecutableChange,
+    /// Measured by coverage: see `lines`.
+    Measured,
+    /// Needs evidence but none can exist: see `blind_reason`.
+    Blind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileReport {
+    pub path: String,
+    pub old_path: Option<String>,
+    pub status: crate::gate::diff::FileStatus,
+    pub evidence: FileEvidence,
+    pub blind_reason: Option<String>,
+    /// Coverage's path for this file when it was mapped by suffix.
+    pub coverage_path: Option<String>,
+    pub changed_lines: Vec<u32>,
+    pub executable_changed_lines: Vec<u32>,
+    pub stable_lines: Vec<u32>,
+    pub uncovered_lines: Vec<u32>,
+    pub frozen_only_lines: Vec<u32>,
+    pub excluded_lines: Vec<u32>,
+    pub lines: Vec<LineReport>,
+    pub deletions: Vec<DeletionReport>,
+}
+
+impl FileReport {
+    pub fn is_blind(&self) -> bool {
+        self.evidence == FileEvidence::Blind
+            || !self.uncovered_lines.is_empty()
+            || !self.frozen_only_lines.is_empty()
+            || !self.excluded_lines.is_empty()
+    }
+}
+
+/// Witnesses over all changed lines, by status (node ids without phase).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Witnesses {
+    pub stable: Vec<TestId>,
+    pub frozen: Vec<TestId>,
+    pub unstable: Vec<TestId>,
+    pub failing_on_base: Vec<TestId>,
+}
+
+/// Someone who cannot see this patch's effect, and what they must do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BlindOwner {
+    /// The owner as the ledger (or CODEOWNERS) names it.
+    pub owner: String,
+    /// The GitHub handle to mention, when the owner is one or the config maps it.
+    pub handle: Option<String>,
+    pub tests: Vec<TestId>,
+    /// Why each is blind, one sentence each.
+    pub why: Vec<String>,
+    /// What to do: `re-probe`, `fix`, `renew`, `add-test`.
+    pub actions: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExpiredEntry {
+    pub test: String,
+    pub owner: String,
+    pub expires: String,
+    pub days_past: i64,
+    /// The probe in this evidence showed every test under the entry stable.
+    pub waived_by_probe: bool,
+    pub line: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProbeTest {
+    pub test: TestId,
+    pub failures: u32,
+    pub runs: u32,
+    pub stability: Stability,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProbeReport {
+    pub k: u32,
+    /// Smallest failure rate that K runs reveal with 90 % chance (None: K too small).
+    pub min_detectable_rate_90: Option<f64>,
+    /// "not shown unstable at p ≥ x" — how stable results are worded.
+    pub power: String,
+    pub complete: bool,
+    pub seed: Option<u64>,
+    /// Tests the probe found unstable or broken, and every witness's counts.
+    pub tests: Vec<ProbeTest>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeadFailure {
+    pub test: String,
+    pub outcome: Option<Outcome>,
+    pub status: Option<WitnessStatus>,
+    pub message: Option<String>,
+    pub source: String,
+    /// Whether this failure fails the gate (a stable test) or is ignored (frozen, unstable, failing on base).
+    pub counts: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ResultsReport {
+    pub given: bool,
+    pub passed: usize,
+    pub failed: usize,
+    pub errors: usize,
+    pub skipped: usize,
+    pub xfailed: usize,
+    pub xpassed: usize,
+    pub collection_errors: usize,
+    pub failures: Vec<HeadFailure>,
+    /// JUnit cases that matched no node id, listed, never guessed.
+    pub unmatched: Vec<String>,
+}
+
+/// sha256 of one input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InputDigest {
+    /// `diff`, `ledger`, `config`, `coverage`, `results`, `probe`, `meta`.
+    pub role: String,
+    pub path: String,
+    pub sha256: String,
+}
+
+impl InputDigest {
+    pub fn of(role: &str, path: &str, bytes: &[u8]) -> Self {
+        use sha2::Digest;
+        InputDigest {
+            role: role.into(),
+            path: path.into(),
+            sha256: hex::encode(sha2::Sha256::digest(bytes)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Tool {
+    pub name: &'static str,
+    pub version: &'static str,
+}
+
+/// The evidence record.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub tool: Tool,
+    pub verdict: Verdict,
+    /// Every reason that applies, in decision-table order; the first decides.
+    pub reasons: Vec<Reason>,
+    pub base_sha: Option<String>,
+    pub head_sha: Option<String>,
+    /// The date the ledger's expiries were judged against (UTC).
+    pub today: String,
+    pub witnesses: Witnesses,
+    pub files: Vec<FileReport>,
+    pub blind_owners: Vec<BlindOwner>,
+    pub expired: Vec<ExpiredEntry>,
+    /// Tests the probe found unstable that witness changed lines but have no ledger entry (no owner).
+    pub unowned_unstable: Vec<TestId>,
+    pub probe: Option<ProbeReport>,
+    pub results: ResultsReport,
+    pub coverage: Option<CoverageSummary>,
+    pub inputs: Vec<InputDigest>,
+    /// Things the reader should know that are not reasons (path mapping, ignored contexts).
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CoverageSummary {
+    pub format: crate::gate::coverage::CoverageFormat,
+    pub measured_files: usize,
+    pub mapped_paths: Vec<(String, String)>,
+}
+
+impl Report {
+    /// The first reason, which decides the verdict.
+    pub fn first_reason(&self) -> Option<&Reason> {
+        self.reasons.first()
+    }
+    pub fn has(&self, code: &str) -> bool {
+        self.reasons.iter().any(|r| r.code.as_str() == code)
+    }
+    pub fn codes(&self) -> Vec<&'static str> {
+        self.reasons.iter().map(|r| r.code.as_str()).collect()
+    }
+}

@@ -1,0 +1,423 @@
+//! Table tests of the decision on small hand-built inputs; the fixture
+//! project's real evidence is exercised in `tests/`.
+
+use super::*;
+use crate::gate::coverage::CoverageFormat;
+use crate::gate::diff::{AddedLine, Deletion};
+use crate::gate::ledger::FreezeEntry;
+use crate::gate::probe::ProbeCounts;
+use crate::gate::results::TestResult;
+use std::collections::BTreeSet;
+
+const FILE: &str = "src/shop/refunds.py";
+const STABLE: &str = "tests/test_refunds.py::test_refund";
+const FLAKY: &str = "tests/test_refunds.py::test_flaky";
+const FROZEN: &str = "tests/test_refunds.py::TestSlow::test_slow";
+
+fn date(s: &str) -> NaiveDate {
+    s.parse().unwrap()
+}
+
+fn file_change(lines: &[(u32, &str)]) -> FileChange {
+    FileChange {
+        path: FILE.into(),
+        old_path: None,
+        status: FileStatus::Modified,
+        binary: false,
+        lines_known: true,
+        added: lines
+            .iter()
+            .map(|(l, t)| AddedLine {
+                line: *l,
+                text: t.to_string(),
+            })
+            .collect(),
+        deletions: vec![],
+    }
+}
+
+/// Coverage of FILE: line → witnesses (test, phase); `missing` lines are executable but unrun.
+fn coverage(lines: &[(u32, &[(&str, Phase)])], missing: &[u32]) -> Coverage {
+    let mut fc = FileCoverage {
+        has_statements: true,
+        ..Default::default()
+    };
+    for (line, ws) in lines {
+        fc.executed.insert(*line);
+        for (t, p) in ws.iter() {
+            fc.witnesses
+                .entry(*line)
+                .or_default()
+                .entry(TestId::new(*t))
+                .or_default()
+                .insert(*p);
+        }
+    }
+    fc.missing = missing.iter().copied().collect();
+    Coverage {
+        format: CoverageFormat::Json,
+        files: [(FILE.to_string(), fc)].into_iter().collect(),
+        measured_files: 3,
+        mapped_paths: vec![],
+        foreign_contexts: vec![],
+        has_test_contexts: true,
+    }
+}
+
+fn entry(test: &str, owner: &str, expires: &str) -> FreezeEntry {
+    FreezeEntry {
+        test: test.into(),
+        observed: None,
+        reason: Some("slow".into()),
+        owner: owner.into(),
+        frozen_at: Some(date("2026-11-01")),
+        expires: date(expires),
+        line: 3,
+    }
+}
+
+fn probe(k: u32, tests: &[(&str, u32)]) -> Probe {
+    Probe {
+        k,
+        tests: tests
+            .iter()
+            .map(|(t, f)| (TestId::new(*t), ProbeCounts { failures: *f, runs: k }))
+            .collect(),
+        complete: true,
+        seed: Some(1),
+    }
+}
+
+fn results(outcomes: &[(&str, Outcome)]) -> TestResults {
+    TestResults {
+        tests: outcomes
+            .iter()
+            .map(|(t, o)| {
+                (
+                    TestId::new(*t),
+                    TestResult {
+                        outcome: *o,
+                        phase: None,
+                        message: None,
+                        source: "r.jsonl:1".into(),
+                    },
+                )
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+struct Case {
+    patch: Patch,
+    coverage: Option<Coverage>,
+    ledger: Result<Ledger, Vec<InputError>>,
+    probe: Option<Probe>,
+    results: Option<TestResults>,
+    config: Config,
+}
+
+impl Case {
+    fn new(lines: &[(u32, &str)], cov: Coverage) -> Self {
+        Case {
+            patch: Patch {
+                files: vec![file_change(lines)],
+            },
+            coverage: Some(cov),
+            ledger: Ok(Ledger {
+                entries: vec![entry(FROZEN, "@shop/slow", "2026-12-31")],
+            }),
+            probe: Some(probe(5, &[(STABLE, 0), (FLAKY, 2), (FROZEN, 0)])),
+            results: Some(results(&[
+                (STABLE, Outcome::Passed),
+                (FLAKY, Outcome::Passed),
+                (FROZEN, Outcome::Passed),
+            ])),
+            config: Config::default(),
+        }
+    }
+    fn run(&self) -> Report {
+        let ev = Evidence {
+            coverage: self.coverage.clone(),
+            coverage_file: Some("coverage.json".into()),
+            results: self.results.clone(),
+            probe: self.probe.clone(),
+            meta: None,
+            problems: vec![],
+        };
+        evaluate(&GateInput {
+            patch: &self.patch,
+            ledger: &self.ledger,
+            config: &self.config,
+            evidence: &ev,
+            today: date("2026-11-20"),
+            base_sha: None,
+            head_sha: None,
+            inputs: vec![],
+        })
+    }
+}
+
+const RUN: Phase = Phase::Run;
+
+#[test]
+#[allow(clippy::vec_init_then_push)] // one case per push reads as a table
+fn decision_table() {
+    let stable_cov = || coverage(&[(10, &[(STABLE, RUN)]), (11, &[(STABLE, RUN)])], &[]);
+    let frozen_cov = || coverage(&[(10, &[(FLAKY, RUN), (FROZEN, RUN)])], &[]);
+    let mixed_cov = || coverage(&[(10, &[(FLAKY, RUN), (STABLE, RUN)])], &[]);
+    let code = [(10, "    total = a + b"), (11, "    return total")];
+
+    let mut cases: Vec<(&str, Case, Verdict, &[&str])> = Vec::new();
+    cases.push((
+        "all stable",
+        Case::new(&code, stable_cov()),
+        Verdict::Pass,
+        &["all_stable"],
+    ));
+    cases.push((
+        "some frozen",
+        Case::new(&code[..1], mixed_cov()),
+        Verdict::PassWithCaveat,
+        &["some_frozen"],
+    ));
+    cases.push((
+        "frozen only",
+        Case::new(&code[..1], frozen_cov()),
+        Verdict::Inconclusive,
+        &["frozen_only"],
+    ));
+    cases.push((
+        "uncovered",
+        Case::new(&code, coverage(&[], &[10, 11])),
+        Verdict::Inconclusive,
+        &["uncovered"],
+    ));
+    let mut c = Case::new(&code, stable_cov());
+    c.results = Some(results(&[(STABLE, Outcome::Failed)]));
+    cases.push(("failed", c, Verdict::Fail, &["failed"]));
+    let mut c = Case::new(&code, stable_cov());
+    c.results = Some(results(&[
+        (STABLE, Outcome::Passed),
+        (FLAKY, Outcome::Failed),
+        (FROZEN, Outcome::Error),
+    ]));
+    cases.push((
+        "frozen and unstable failures do not fail",
+        c,
+        Verdict::Pass,
+        &["all_stable"],
+    ));
+    let mut c = Case::new(&code, stable_cov());
+    c.ledger = Ok(Ledger {
+        entries: vec![entry("tests/test_other.py::test_gone", "qa", "2026-11-19")],
+    });
+    cases.push(("expired", c, Verdict::Inconclusive, &["expired"]));
+    let mut c = Case::new(&code, stable_cov());
+    c.ledger = Ok(Ledger {
+        entries: vec![entry("tests/test_other.py::test_gone", "qa", "2026-11-20")],
+    });
+    cases.push(("expires today still holds", c, Verdict::Pass, &["all_stable"]));
+    let mut c = Case::new(&code, stable_cov());
+    c.ledger = Ok(Ledger {
+        entries: vec![entry(FROZEN, "qa", "2026-11-01")],
+    });
+    cases.push(("expired but probe shows it stable", c, Verdict::Pass, &["all_stable"]));
+    let mut c = Case::new(&code, stable_cov());
+    c.ledger = Err(vec![InputError::new(
+        Location::at("ledger.json", 4, Some(7)),
+        "missing field `owner`",
+    )]);
+    cases.push(("invalid ledger", c, Verdict::Inconclusive, &["invalid_ledger"]));
+    let mut c = Case::new(&code, stable_cov());
+    c.coverage = None;
+    cases.push(("missing coverage", c, Verdict::Inconclusive, &["missing_evidence"]));
+    let mut c = Case::new(&code, stable_cov());
+    c.results = None;
+    cases.push(("no results", c, Verdict::PassWithCaveat, &["no_results"]));
+    cases.push((
+        "comments need no evidence",
+        Case::new(&[(12, "    # a note"), (13, "")], stable_cov()),
+        Verdict::Pass,
+        &["no_executable_change"],
+    ));
+    cases.push((
+        "partly uncovered is a caveat",
+        Case::new(&[(10, "x"), (20, "y")], coverage(&[(10, &[(STABLE, RUN)])], &[20])),
+        Verdict::PassWithCaveat,
+        &["blind_lines"],
+    ));
+    let mut c = Case::new(&[(10, "x"), (20, "y")], coverage(&[(10, &[(STABLE, RUN)])], &[20]));
+    c.config.policy.strict_lines = true;
+    cases.push(("strict lines", c, Verdict::Inconclusive, &["blind_lines"]));
+    cases.push((
+        "setup-only witness",
+        Case::new(&code[..1], coverage(&[(10, &[(STABLE, Phase::Setup)])], &[])),
+        Verdict::PassWithCaveat,
+        &["phase_only_witness"],
+    ));
+    let mut c = Case::new(&code[..1], coverage(&[(10, &[(STABLE, Phase::Setup)])], &[]));
+    c.config.policy.run_phase_only = true;
+    cases.push((
+        "run phase only: setup does not witness",
+        c,
+        Verdict::Inconclusive,
+        &["uncovered"],
+    ));
+    let mut c = Case::new(&code, stable_cov());
+    c.results = Some(results(&[(STABLE, Outcome::Failed)]));
+    c.ledger = Ok(Ledger {
+        entries: vec![entry("tests/test_other.py::test_gone", "qa", "2026-11-01")],
+    });
+    cases.push((
+        "failed outranks expired, both reported",
+        c,
+        Verdict::Fail,
+        &["failed", "expired"],
+    ));
+
+    for (name, case, verdict, codes) in cases {
+        let r = case.run();
+        assert_eq!(r.verdict, verdict, "{name}: {:#?}", r.reasons);
+        assert_eq!(r.codes(), codes.to_vec(), "{name}");
+    }
+}
+
+#[test]
+fn broken_on_base_is_not_a_stable_witness_and_its_failure_is_ignored() {
+    let mut c = Case::new(&[(10, "x")], coverage(&[(10, &[(STABLE, RUN)])], &[]));
+    c.probe = Some(probe(5, &[(STABLE, 5)]));
+    c.results = Some(results(&[(STABLE, Outcome::Failed)]));
+    let r = c.run();
+    assert_eq!(r.verdict, Verdict::Inconclusive);
+    assert_eq!(r.codes(), ["frozen_only"]);
+    assert_eq!(r.witnesses.failing_on_base, vec![TestId::new(STABLE)]);
+    assert!(!r.results.failures[0].counts);
+}
+
+#[test]
+fn per_line_classes_and_witness_lists() {
+    let cov = coverage(
+        &[
+            (10, &[(STABLE, RUN)]),
+            (11, &[(FLAKY, RUN)]),
+            (12, &[(FROZEN, Phase::Setup), (FROZEN, RUN)]),
+        ],
+        &[13],
+    );
+    let r = Case::new(&[(10, "a"), (11, "b"), (12, "c"), (13, "d"), (14, "# c")], cov).run();
+    let f = &r.files[0];
+    assert_eq!(f.changed_lines, vec![10, 11, 12, 13, 14]);
+    assert_eq!(f.executable_changed_lines, vec![10, 11, 12, 13]);
+    assert_eq!(f.stable_lines, vec![10]);
+    assert_eq!(f.frozen_only_lines, vec![11, 12]);
+    assert_eq!(f.uncovered_lines, vec![13]);
+    assert_eq!(r.witnesses.stable, vec![TestId::new(STABLE)]);
+    assert_eq!(r.witnesses.frozen, vec![TestId::new(FROZEN)]);
+    assert_eq!(r.witnesses.unstable, vec![TestId::new(FLAKY)]);
+    assert_eq!(
+        f.lines[2].witnesses[0].phases,
+        BTreeSet::from([Phase::Setup, Phase::Run])
+    );
+    // The frozen test's owner is blind; the unstable test has no owner.
+    assert_eq!(r.blind_owners.len(), 1);
+    assert_eq!(r.blind_owners[0].handle.as_deref(), Some("@shop/slow"));
+    assert_eq!(r.unowned_unstable, vec![TestId::new(FLAKY)]);
+    assert_eq!(r.codes(), ["some_frozen", "blind_lines"]);
+}
+
+#[test]
+fn owners_are_mentioned_only_as_handles() {
+    let mut c = Case::new(&[(10, "a")], coverage(&[(10, &[(FROZEN, RUN), (STABLE, RUN)])], &[]));
+    c.ledger = Ok(Ledger {
+        entries: vec![entry(FROZEN, "billing-oncall", "2026-12-31")],
+    });
+    let r = c.run();
+    assert_eq!(r.blind_owners[0].handle, None, "an unmapped name is never @-mentioned");
+    c.config.owners.insert("billing-oncall".into(), "@acme/billing".into());
+    let r = c.run();
+    assert_eq!(r.blind_owners[0].handle.as_deref(), Some("@acme/billing"));
+}
+
+#[test]
+fn files_are_all_accounted_for() {
+    let mut c = Case::new(&[(10, "a")], coverage(&[(10, &[(STABLE, RUN)])], &[]));
+    let mut doc = file_change(&[(1, "# Title")]);
+    doc.path = "docs/guide.md".into();
+    let mut bin = file_change(&[]);
+    bin.path = "assets/logo.png".into();
+    bin.binary = true;
+    let mut unmeasured = file_change(&[(1, "import os")]);
+    unmeasured.path = "scripts/tool.py".into();
+    unmeasured.status = FileStatus::Added;
+    let mut huge = file_change(&[]);
+    huge.path = "src/shop/huge.py".into();
+    huge.lines_known = false;
+    let mut renamed = file_change(&[]);
+    renamed.path = "src/shop/new_name.py".into();
+    renamed.old_path = Some("src/shop/old_name.py".into());
+    renamed.status = FileStatus::Renamed;
+    c.patch.files.extend([doc, bin, unmeasured, huge, renamed]);
+    let r = c.run();
+    let ev: Vec<_> = r.files.iter().map(|f| (f.path.as_str(), f.evidence)).collect();
+    assert_eq!(
+        ev,
+        vec![
+            (FILE, FileEvidence::Measured),
+            ("docs/guide.md", FileEvidence::NotNeeded),
+            ("assets/logo.png", FileEvidence::Blind),
+            ("scripts/tool.py", FileEvidence::Blind),
+            ("src/shop/huge.py", FileEvidence::Blind),
+            ("src/shop/new_name.py", FileEvidence::NoExecutableChange),
+        ]
+    );
+    assert_eq!(r.verdict, Verdict::PassWithCaveat);
+    assert_eq!(r.codes(), ["blind_lines"]);
+}
+
+#[test]
+fn deletions() {
+    let del = |text: &str| Deletion {
+        old_start: 20,
+        old_count: 1,
+        after: 19,
+        text: vec![text.into()],
+    };
+    let cov = coverage(&[(19, &[(STABLE, RUN)]), (20, &[(FROZEN, RUN)])], &[]);
+    // Only a deletion, not attributed: nothing can witness it.
+    let mut c = Case::new(&[], cov.clone());
+    c.patch.files[0].deletions = vec![del("    check(x)")];
+    let r = c.run();
+    assert_eq!(r.codes(), ["uncovered"]);
+    assert!(!r.files[0].deletions[0].attributed);
+    // Attributed to the lines above and below.
+    c.config.policy.attribute_deletions = true;
+    let r = c.run();
+    assert_eq!(r.codes(), ["some_frozen"], "{:#?}", r.reasons);
+    assert!(r.files[0].deletions[0].attributed);
+    assert_eq!(r.witnesses.stable, vec![TestId::new(STABLE)]);
+    // Deleting a comment needs nothing.
+    let mut c = Case::new(&[], cov);
+    c.patch.files[0].deletions = vec![del("    # old note")];
+    assert_eq!(c.run().codes(), ["no_executable_change"]);
+}
+
+#[test]
+fn coverage_from_elsewhere_and_without_contexts() {
+    let mut c = Case::new(&[(10, "a")], coverage(&[], &[]));
+    c.coverage.as_mut().unwrap().files.clear();
+    let r = c.run();
+    assert_eq!(r.codes()[0], "missing_evidence", "{:#?}", r.reasons);
+    let mut c = Case::new(&[(10, "a")], coverage(&[(10, &[(STABLE, RUN)])], &[]));
+    c.coverage.as_mut().unwrap().has_test_contexts = false;
+    assert_eq!(c.run().codes()[0], "missing_evidence");
+}
+
+#[test]
+fn data_file_without_statements_uses_the_line_text() {
+    let mut cov = coverage(&[(10, &[(STABLE, RUN)])], &[]);
+    cov.files.get_mut(FILE).unwrap().has_statements = false;
+    let r = Case::new(&[(10, "a = 1"), (11, "b = 2"), (12, "  # note"), (13, "    )")], cov).run();
+    assert_eq!(r.files[0].executable_changed_lines, vec![10, 11]);
+    assert_eq!(r.files[0].uncovered_lines, vec![11]);
+}

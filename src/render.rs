@@ -1,0 +1,286 @@
+//! Rendering the evidence record: plain text for a terminal, markdown from the
+//! `templates/` (the same ones the App posts), and JSON.
+
+use crate::gate::report::{FileEvidence, LineClass, Report, Verdict, WitnessStatus};
+use anyhow::Context as _;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The bundled templates; `--templates DIR` overrides any of them by file name.
+pub const CHECK_SUMMARY: &str = include_str!("../templates/check-summary.md.j2");
+
+/// GitHub's limit on a check run's `summary` and `text`, in characters.
+pub const GITHUB_TEXT_LIMIT: usize = 65_535;
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Markdown,
+    Json,
+}
+
+pub fn render(report: &Report, format: Format, templates: Option<&Path>) -> anyhow::Result<String> {
+    match format {
+        Format::Json => Ok(json(report)),
+        Format::Text => Ok(text(report)),
+        Format::Markdown => markdown(report, "check-summary.md.j2", templates),
+    }
+}
+
+/// The evidence record as pretty JSON with a trailing newline.
+pub fn json(report: &Report) -> String {
+    let mut s = serde_json::to_string_pretty(report).expect("a report always serialises");
+    s.push('\n');
+    s
+}
+
+fn verdict_icon(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Pass => "✅",
+        Verdict::PassWithCaveat => "⚠️",
+        Verdict::Inconclusive => "⛔",
+        Verdict::Fail => "❌",
+    }
+}
+
+/// Compress line numbers into ranges: `3-5, 9`.
+pub fn line_ranges(lines: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let start = lines[i];
+        let mut end = start;
+        while i + 1 < lines.len() && lines[i + 1] == end + 1 {
+            i += 1;
+            end = lines[i];
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    out.join(", ")
+}
+
+/// Render a markdown template against the record.
+pub fn markdown(report: &Report, name: &str, templates: Option<&Path>) -> anyhow::Result<String> {
+    let source = match templates.map(|d| d.join(name)) {
+        Some(p) if p.is_file() => {
+            std::fs::read_to_string(&p).with_context(|| format!("reading template {}", p.display()))?
+        }
+        _ => match name {
+            "check-summary.md.j2" => CHECK_SUMMARY.to_string(),
+            other => anyhow::bail!("no template named {other}"),
+        },
+    };
+    let mut env = minijinja::Environment::new();
+    env.set_trim_blocks(true);
+    env.set_lstrip_blocks(true);
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env.add_filter("lines", |v: Vec<u32>| {
+        if v.is_empty() {
+            "—".to_string()
+        } else {
+            line_ranges(&v)
+        }
+    });
+    env.add_template(name, &source)
+        .with_context(|| format!("template {name}"))?;
+    let tmpl = env.get_template(name)?;
+    let out = tmpl
+        .render(minijinja::context! {
+            r => minijinja::Value::from_serialize(report),
+            verdict_icon => verdict_icon(report.verdict),
+            blocks => report.verdict.blocks(),
+        })
+        .with_context(|| format!("rendering template {name}"))?;
+    Ok(if out.ends_with('\n') { out } else { out + "\n" })
+}
+
+/// Cut text to at most `limit` bytes on a line boundary, with a note saying so.
+pub fn truncate(text: &str, limit: usize) -> String {
+    if text.len() <= limit {
+        return text.to_string();
+    }
+    const NOTE: &str = "\n\n… cut here: the full report is longer than GitHub allows; run `flakegate check --format json` on the evidence for all of it.\n";
+    let budget = limit.saturating_sub(NOTE.len());
+    let mut cut = budget;
+    while cut > 0 && !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let cut = text[..cut].rfind('\n').unwrap_or(cut);
+    format!("{}{NOTE}", &text[..cut])
+}
+
+fn status_word(s: WitnessStatus) -> &'static str {
+    match s {
+        WitnessStatus::Stable => "stable",
+        WitnessStatus::Frozen => "frozen",
+        WitnessStatus::Unstable => "unstable",
+        WitnessStatus::FailingOnBase => "fails on base",
+    }
+}
+
+/// The text report for a terminal.
+pub fn text(r: &Report) -> String {
+    let mut s = String::new();
+    let first = r.reasons.first().map(|x| x.message.as_str()).unwrap_or("");
+    let _ = writeln!(s, "flakegate: {} — {first}", r.verdict);
+    if r.verdict.blocks() {
+        let _ = writeln!(s, "This blocks merge.");
+    }
+    let _ = writeln!(s, "\nreasons (the first decides):");
+    for reason in &r.reasons {
+        let _ = writeln!(
+            s,
+            "  {:<22} {:<16} {}",
+            reason.code.as_str(),
+            reason.verdict.as_str(),
+            reason.message
+        );
+    }
+    let _ = writeln!(s, "\nfiles:");
+    for f in &r.files {
+        let from = f.old_path.as_ref().map(|p| format!(" (from {p})")).unwrap_or_default();
+        let how = match f.evidence {
+            FileEvidence::NotNeeded => "no evidence needed".to_string(),
+            FileEvidence::NoExecutableChange => "no executable change".to_string(),
+            FileEvidence::Blind => format!("BLIND: {}", f.blind_reason.as_deref().unwrap_or("")),
+            FileEvidence::Measured => format!(
+                "{} changed, {} executable: {} stable, {} frozen-only, {} uncovered, {} excluded",
+                f.changed_lines.len(),
+                f.executable_changed_lines.len(),
+                f.stable_lines.len(),
+                f.frozen_only_lines.len(),
+                f.uncovered_lines.len(),
+                f.excluded_lines.len()
+            ),
+        };
+        let _ = writeln!(s, "  {}{from} [{:?}] {how}", f.path, f.status);
+        for l in &f.lines {
+            if !f.executable_changed_lines.contains(&l.line) {
+                continue;
+            }
+            let class = match l.class {
+                LineClass::Stable => "stable",
+                LineClass::FrozenOnly => "FROZEN-ONLY",
+                LineClass::Uncovered => "UNCOVERED",
+                LineClass::Excluded => "EXCLUDED",
+                LineClass::NotExecutable => "-",
+            };
+            let ws: Vec<String> = l
+                .witnesses
+                .iter()
+                .map(|w| {
+                    let phases: Vec<&str> = w.phases.iter().map(|p| p.as_str()).collect();
+                    let phase = if phases == ["run"] {
+                        String::new()
+                    } else {
+                        format!(" |{}", phases.join(","))
+                    };
+                    format!("{} ({}{phase})", w.test, status_word(w.status))
+                })
+                .collect();
+            let _ = writeln!(s, "    {:>5}  {:<12} {}", l.line, class, ws.join(", "));
+        }
+        for d in &f.deletions {
+            let _ = writeln!(
+                s,
+                "    deleted old lines {}-{} (after new line {}){}",
+                d.old_start,
+                d.old_start + d.old_count.saturating_sub(1),
+                d.after,
+                if d.attributed {
+                    " attributed to its neighbours"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    if !r.blind_owners.is_empty() {
+        let _ = writeln!(s, "\nblind owners:");
+        for o in &r.blind_owners {
+            let who = o.handle.clone().unwrap_or_else(|| o.owner.clone());
+            let _ = writeln!(s, "  {who} [{}]: {}", o.actions.join(", "), o.why.join("; "));
+        }
+    }
+    if !r.expired.is_empty() {
+        let _ = writeln!(s, "\nexpired freezes:");
+        for e in &r.expired {
+            let _ = writeln!(
+                s,
+                "  {} (owner {}) expired {}{}",
+                e.test,
+                e.owner,
+                e.expires,
+                if e.waived_by_probe {
+                    ", but the probe shows it stable"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    if let Some(p) = &r.probe {
+        let _ = writeln!(s, "\nprobe: K = {}: {}", p.k, p.power);
+        for t in &p.tests {
+            let _ = writeln!(
+                s,
+                "  {:<60} {}/{} failed ({:?})",
+                t.test.as_str(),
+                t.failures,
+                t.runs,
+                t.stability
+            );
+        }
+    }
+    if r.results.given {
+        let x = &r.results;
+        let _ = writeln!(
+            s,
+            "\nhead results: {} passed, {} failed, {} errors, {} skipped, {} xfailed, {} xpassed, {} collection errors",
+            x.passed, x.failed, x.errors, x.skipped, x.xfailed, x.xpassed, x.collection_errors
+        );
+        for f in &x.failures {
+            let _ = writeln!(
+                s,
+                "  {} {}{}",
+                f.test,
+                if f.counts { "COUNTS" } else { "ignored" },
+                f.message.as_ref().map(|m| format!(": {m}")).unwrap_or_default()
+            );
+        }
+    }
+    for n in &r.notes {
+        let _ = writeln!(s, "\nnote: {n}");
+    }
+    let _ = writeln!(s, "\ninputs:");
+    for i in &r.inputs {
+        let _ = writeln!(s, "  {:<9} {}  {}", i.role, &i.sha256[..16.min(i.sha256.len())], i.path);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges() {
+        assert_eq!(line_ranges(&[]), "");
+        assert_eq!(line_ranges(&[1, 2, 3, 5, 7, 8]), "1-3, 5, 7-8");
+    }
+
+    #[test]
+    fn truncation_is_on_a_line_and_says_so() {
+        let text = "é line\n".repeat(20_000);
+        let cut = truncate(&text, GITHUB_TEXT_LIMIT);
+        assert!(cut.len() <= GITHUB_TEXT_LIMIT);
+        assert!(cut.contains("cut here"));
+        assert_eq!(truncate("short", 100), "short");
+    }
+}

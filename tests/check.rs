@@ -1,0 +1,293 @@
+//! `flakegate check` end to end on the fixture project's real evidence
+//! (produced by pytest, pytest-cov, coverage.py, pytest-reportlog and git;
+//! regenerate with `bash tests/fixtures/regen.sh`).
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn fixtures() -> PathBuf {
+    root().join("tests/fixtures")
+}
+
+fn flakegate(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_flakegate"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run flakegate")
+}
+
+struct Run {
+    code: i32,
+    json: Value,
+    stderr: String,
+}
+
+fn check_json(args: &[&str]) -> Run {
+    let mut all = vec!["check", "--format", "json"];
+    all.extend_from_slice(args);
+    let out = flakegate(&all);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}); stderr: {stderr}; stdout: {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        json,
+        stderr,
+    }
+}
+
+struct Case {
+    name: String,
+    dir: PathBuf,
+    verdict: String,
+    codes: Vec<String>,
+    today: String,
+    /// (policy as JSON, expected verdict, expected codes)
+    variants: Vec<(Value, String, Vec<String>)>,
+}
+
+impl Case {
+    fn ledger(&self) -> PathBuf {
+        let own = self.dir.join("ledger.json");
+        if own.is_file() {
+            own
+        } else {
+            fixtures().join("project/.github/flake-ledger.json")
+        }
+    }
+    fn args(&self, coverage: &Path, results: &Path) -> Vec<String> {
+        vec![
+            "--diff".into(),
+            self.dir.join("diff.patch").display().to_string(),
+            "--ledger".into(),
+            self.ledger().display().to_string(),
+            "--coverage".into(),
+            coverage.display().to_string(),
+            "--results".into(),
+            results.display().to_string(),
+            "--probe".into(),
+            fixtures().join("probe/reportlog").display().to_string(),
+            "--today".into(),
+            self.today.clone(),
+        ]
+    }
+}
+
+fn cases() -> Vec<Case> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(fixtures().join("cases")).expect("tests/fixtures/cases exists") {
+        let dir = entry.unwrap().path();
+        let meta: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("case.json")).unwrap()).unwrap();
+        out.push(Case {
+            name: meta["name"].as_str().unwrap().to_string(),
+            verdict: meta["expected_verdict"].as_str().unwrap().to_string(),
+            codes: meta["expected_codes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c.as_str().unwrap().to_string())
+                .collect(),
+            today: meta["today"].as_str().unwrap().to_string(),
+            variants: meta["policy_variants"]
+                .as_array()
+                .map(|vs| {
+                    vs.iter()
+                        .map(|v| {
+                            let codes = v["expected_codes"].as_array().unwrap();
+                            (
+                                v["policy"].clone(),
+                                v["expected_verdict"].as_str().unwrap().to_string(),
+                                codes.iter().map(|c| c.as_str().unwrap().to_string()).collect(),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            dir,
+        });
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    assert!(out.len() >= 9, "expected the fixture cases, found {}", out.len());
+    out
+}
+
+fn codes(v: &Value) -> Vec<String> {
+    v["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["code"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn run_case(case: &Case, coverage: &Path, results: &Path) -> Run {
+    let args = case.args(coverage, results);
+    let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+    check_json(&args)
+}
+
+#[test]
+fn every_case_gets_its_expected_verdict_and_codes() {
+    for case in cases() {
+        let ev = case.dir.join("evidence");
+        let run = run_case(&case, &ev.join("coverage.json"), &ev.join("results"));
+        let got = codes(&run.json);
+        assert_eq!(
+            run.json["verdict"],
+            case.verdict.as_str(),
+            "{}: reasons {:#}\n{}",
+            case.name,
+            run.json["reasons"],
+            run.stderr
+        );
+        assert_eq!(got, case.codes, "{}: {:#}", case.name, run.json["reasons"]);
+        let blocks = matches!(case.verdict.as_str(), "FAIL" | "INCONCLUSIVE");
+        assert_eq!(run.code, if blocks { 1 } else { 0 }, "{}: exit status", case.name);
+        for (policy, verdict, want) in &case.variants {
+            let t = tempfile::tempdir().unwrap();
+            let config = t.path().join("flakegate.yml");
+            // JSON is YAML: the policy block as the config file's `policy`.
+            std::fs::write(&config, serde_json::json!({ "policy": policy }).to_string()).unwrap();
+            let mut args = case.args(&ev.join("coverage.json"), &ev.join("results"));
+            args.extend(["--config".to_string(), config.display().to_string()]);
+            let run = check_json(&args.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+            assert_eq!(
+                run.json["verdict"],
+                verdict.as_str(),
+                "{} with {policy}: {:#}",
+                case.name,
+                run.json["reasons"]
+            );
+            assert_eq!(&codes(&run.json), want, "{} with {policy}", case.name);
+        }
+    }
+}
+
+/// The witnesses per changed line, as a comparable value.
+fn line_witnesses(v: &Value) -> Value {
+    let files: Vec<Value> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| serde_json::json!({"path": f["path"], "evidence": f["evidence"], "lines": f["lines"], "stable": f["stable_lines"], "uncovered": f["uncovered_lines"], "frozen_only": f["frozen_only_lines"]}))
+        .collect();
+    serde_json::json!({"files": files, "witnesses": v["witnesses"], "verdict": v["verdict"]})
+}
+
+#[test]
+fn coverage_json_and_data_file_give_the_same_witnesses() {
+    for case in cases() {
+        let ev = case.dir.join("evidence");
+        let json = run_case(&case, &ev.join("coverage.json"), &ev.join("results"));
+        let db = run_case(&case, &ev.join(".coverage"), &ev.join("results"));
+        assert_eq!(db.json["coverage"]["format"], "data_file", "{}", case.name);
+        assert_eq!(
+            line_witnesses(&json.json),
+            line_witnesses(&db.json),
+            "{}: coverage.json vs .coverage",
+            case.name
+        );
+    }
+}
+
+#[test]
+fn report_log_and_junit_results_agree() {
+    for case in cases() {
+        let ev = case.dir.join("evidence");
+        let base = run_case(&case, &ev.join("coverage.json"), &ev.join("results"));
+        for junit in ["xunit1.xml", "xunit2.xml"] {
+            let run = run_case(&case, &ev.join("coverage.json"), &case.dir.join("junit").join(junit));
+            assert_eq!(
+                run.json["verdict"], base.json["verdict"],
+                "{} with {junit}: {:#}",
+                case.name, run.json["reasons"]
+            );
+            assert_eq!(
+                run.json["results"]["failures"].as_array().map(|a| a.len()),
+                base.json["results"]["failures"].as_array().map(|a| a.len()),
+                "{} with {junit}",
+                case.name
+            );
+            assert_eq!(
+                run.json["results"]["unmatched"],
+                serde_json::json!([]),
+                "{} with {junit}",
+                case.name
+            );
+        }
+    }
+}
+
+#[test]
+fn the_evidence_directory_is_read_as_the_artifact_lays_it_out() {
+    let case = cases().into_iter().find(|c| c.name == "frozen_only").unwrap();
+    let ev = case.dir.join("evidence");
+    let run = check_json(&[
+        ev.to_str().unwrap(),
+        "--diff",
+        case.dir.join("diff.patch").to_str().unwrap(),
+        "--ledger",
+        case.ledger().to_str().unwrap(),
+        "--probe",
+        fixtures().join("probe/reportlog").to_str().unwrap(),
+        "--today",
+        &case.today,
+    ]);
+    assert_eq!(run.json["verdict"], "INCONCLUSIVE");
+    assert_eq!(codes(&run.json), ["frozen_only"]);
+    let roles: Vec<&str> = run.json["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["role"].as_str().unwrap())
+        .collect();
+    for role in ["diff", "ledger", "coverage", "results", "probe", "meta"] {
+        assert!(roles.contains(&role), "{role} missing from inputs: {roles:?}");
+    }
+    assert!(
+        run.json["head_sha"].as_str().is_some_and(|s| s.len() == 40),
+        "head sha from meta.json"
+    );
+    assert_eq!(run.json["blind_owners"][0]["handle"], "@shop/payments");
+    assert_eq!(run.json["probe"]["k"], 5);
+}
+
+#[test]
+fn the_quick_start_example_works() {
+    let run = check_json(&[
+        "examples/shop/evidence",
+        "--diff",
+        "examples/shop/pr.diff",
+        "--ledger",
+        "examples/shop/flake-ledger.json",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.json["verdict"], "PASS_WITH_CAVEAT", "{:#}", run.json["reasons"]);
+    assert!(!run.json["blind_owners"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn text_and_markdown_render() {
+    let case = cases().into_iter().find(|c| c.name == "some_frozen").unwrap();
+    let ev = case.dir.join("evidence");
+    let mut args = vec!["check".to_string(), "--format".into(), "text".into()];
+    args.extend(case.args(&ev.join("coverage.json"), &ev.join("results")));
+    let out = flakegate(&args.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("flakegate: PASS_WITH_CAVEAT"), "{text}");
+    assert!(text.contains("some_frozen"), "{text}");
+    args[2] = "markdown".into();
+    let out = flakegate(&args.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+    let md = String::from_utf8(out.stdout).unwrap();
+    insta::assert_snapshot!("some_frozen_markdown", md);
+}

@@ -1,0 +1,141 @@
+//! `flakegate check --base REV` inside a real git checkout: the diff is
+//! `REV...HEAD`, and the ledger and config are read at REV — never from the
+//! working tree or the head commit, which the patch controls.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name();
+        if name == "__pycache__" || name == ".pytest_cache" {
+            continue;
+        }
+        let target = to.join(&name);
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+/// A checkout of the fixture project at base, with `case`'s patch committed on top.
+fn checkout(case: &str) -> (tempfile::TempDir, String) {
+    let t = tempfile::tempdir().unwrap();
+    let repo = t.path();
+    copy_dir(&root().join("tests/fixtures/project"), repo);
+    git(repo, &["init", "-q", "-b", "main"]);
+    git(repo, &["add", "-A"]);
+    git(repo, &["commit", "-q", "-m", "base"]);
+    let base = git(repo, &["rev-parse", "HEAD"]);
+    let patch = root().join("tests/fixtures/cases").join(case).join("diff.patch");
+    git(repo, &["apply", patch.to_str().unwrap()]);
+    git(repo, &["commit", "-q", "-am", "head"]);
+    (t, base)
+}
+
+fn check(repo: &Path, base: &str, case: &str) -> Value {
+    let ev = root().join("tests/fixtures/cases").join(case).join("evidence");
+    let out = Command::new(env!("CARGO_BIN_EXE_flakegate"))
+        .args(["check", "--format", "json", "--today", "2026-11-20", "--base", base])
+        .arg("--coverage")
+        .arg(ev.join("coverage.json"))
+        .arg("--results")
+        .arg(ev.join("results"))
+        .arg("--probe")
+        .arg(root().join("tests/fixtures/probe/reportlog"))
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn codes(v: &Value) -> Vec<&str> {
+    v["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["code"].as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn base_rev_computes_the_diff_and_reads_the_ledger_at_base() {
+    let (t, base) = checkout("frozen_only");
+    let v = check(t.path(), &base, "frozen_only");
+    assert_eq!(v["verdict"], "INCONCLUSIVE", "{:#}", v["reasons"]);
+    assert_eq!(codes(&v), ["frozen_only"]);
+    assert_eq!(v["base_sha"], base.as_str());
+    let inputs = v["inputs"].as_array().unwrap();
+    assert!(inputs
+        .iter()
+        .any(|i| i["role"] == "ledger" && i["path"] == format!("{base}:.github/flake-ledger.json")));
+    assert!(inputs
+        .iter()
+        .any(|i| i["role"] == "diff" && i["path"].as_str().unwrap().starts_with("git diff")));
+}
+
+#[test]
+fn a_patch_cannot_unfreeze_or_reconfigure_through_its_own_tree() {
+    let (t, base) = checkout("frozen_only");
+    let repo = t.path();
+    // The head commit empties the ledger and turns the policy into nonsense;
+    // the working tree then breaks the ledger outright. Neither is read.
+    std::fs::write(repo.join(".github/flake-ledger.json"), "{\"frozen\": []}\n").unwrap();
+    std::fs::write(repo.join(".github/flakegate.yml"), "policy:\n  strict_lines: false\n").unwrap();
+    git(repo, &["add", "-A"]);
+    git(repo, &["commit", "-q", "-m", "unfreeze"]);
+    std::fs::write(repo.join(".github/flake-ledger.json"), "garbage").unwrap();
+    let v = check(repo, &base, "frozen_only");
+    assert_eq!(v["verdict"], "INCONCLUSIVE", "{:#}", v["reasons"]);
+    assert_eq!(
+        v["witnesses"]["unstable"][0],
+        "tests/test_refunds.py::test_gateway_retry"
+    );
+    assert_eq!(v["blind_owners"][0]["handle"], "@shop/payments");
+}
+
+#[test]
+fn a_bad_base_rev_is_unusable_input() {
+    let (t, _) = checkout("all_stable");
+    let out = Command::new(env!("CARGO_BIN_EXE_flakegate"))
+        .args(["check", "--format", "json", "--base", "no-such-rev"])
+        .current_dir(t.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-rev"));
+}
