@@ -118,7 +118,16 @@ pub fn parse_context(raw: &str) -> ContextKind {
 /// `tests/sub/test_a.py::TestX::test_y[1]` → (`tests.sub.test_a.TestX`, `test_y[1]`).
 /// Used to match xunit2 records, which carry no file, against known node ids.
 pub fn junit_key(id: &TestId) -> (String, String) {
-    let parts: Vec<&str> = id.0.split("::").collect();
+    // Only the part before the parameters is split: `test_p[a::b]` is one name.
+    let (head, params) = match id.0.find('[') {
+        Some(i) => id.0.split_at(i),
+        None => (id.0.as_str(), ""),
+    };
+    let mut parts: Vec<String> = head.split("::").map(str::to_string).collect();
+    if let Some(last) = parts.last_mut() {
+        last.push_str(params);
+    }
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
     let file = parts[0];
     let module = file.strip_suffix(".py").unwrap_or(file).replace(['/', '\\'], ".");
     let name = parts.last().copied().unwrap_or("").to_string();
@@ -179,6 +188,8 @@ mod tests {
     fn junit_keys() {
         let k = junit_key(&TestId::new("tests/sub/test_a.py::TestX::test_y[1]"));
         assert_eq!(k, ("tests.sub.test_a.TestX".into(), "test_y[1]".into()));
+        let k = junit_key(&TestId::new("tests/test_a.py::T::test_p[a::b]"));
+        assert_eq!(k, ("tests.test_a.T".into(), "test_p[a::b]".into()));
         let k = junit_key(&TestId::new("tests/test_a.py::test_z"));
         assert_eq!(k, ("tests.test_a".into(), "test_z".into()));
     }

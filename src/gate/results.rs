@@ -67,6 +67,9 @@ pub struct UnmatchedCase {
     pub classname: String,
     pub name: String,
     pub why: String,
+    /// The case's outcome: an unmatched failure still fails the gate.
+    pub outcome: Outcome,
+    pub message: Option<String>,
 }
 
 /// Which format a result file is in, sniffed from its first bytes.
@@ -545,6 +548,8 @@ pub fn parse_junit(file: &str, text: &str, known: &BTreeSet<TestId>) -> Result<T
                             classname: c.classname,
                             name: c.name,
                             why: format!("{why_prefix}{why}"),
+                            outcome,
+                            message,
                         });
                         return;
                     }

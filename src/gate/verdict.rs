@@ -263,10 +263,37 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
                 counts: true,
             });
         }
+        let mut unmatched_failures = Vec::new();
         for u in &res.unmatched {
             results_report
                 .unmatched
                 .push(format!("{}: {}::{} ({})", u.source, u.classname, u.name, u.why));
+            if u.outcome.is_failure() {
+                // Not matched to a node id, so it cannot be shown frozen or unstable: it counts.
+                unmatched_failures.push(Location::file(u.source.clone()));
+                results_report.failures.push(HeadFailure {
+                    test: format!("{}::{}", u.classname, u.name),
+                    outcome: Some(u.outcome),
+                    status: None,
+                    message: u.message.clone(),
+                    source: u.source.clone(),
+                    counts: true,
+                });
+            }
+        }
+        if !unmatched_failures.is_empty() {
+            reasons.push(
+                Reason::new(
+                    ReasonCode::Failed,
+                    format!(
+                        "{} JUnit test case{} failed on head and could not be matched to a node id, so nothing shows {} frozen or unstable; give a report-log (--report-log) or xunit1 JUnit with file names",
+                        unmatched_failures.len(),
+                        plural(unmatched_failures.len()),
+                        if unmatched_failures.len() == 1 { "it" } else { "them" }
+                    ),
+                )
+                .at(unmatched_failures),
+            );
         }
         if !failing_stable.is_empty() {
             let n = failing_stable.len();
@@ -889,7 +916,12 @@ fn push_action(bo: &mut BlindOwner, action: &str) {
 fn probe_report(p: &Probe, union: &BTreeMap<TestId, WitnessStatus>) -> ProbeReport {
     let rate = probe::min_detectable_rate(p.k, 0.9);
     let power = match rate {
-        Some(r) => format!("a test passing all {} runs is not shown unstable at p ≥ {:.0} % (90 % chance to see both outcomes); lower failure rates can hide", p.k, r * 100.0),
+        // Rounded up, so the sentence never claims more than K runs show.
+        Some(r) => format!(
+            "a test passing all {} runs is not shown unstable at p ≥ {:.1} % (90 % chance to see both outcomes); lower failure rates can hide",
+            p.k,
+            (r * 1000.0).ceil() / 10.0
+        ),
         None => format!("{} runs cannot reveal any failure rate with 90 % chance; raise K", p.k),
     };
     let mut tests: Vec<ProbeTest> = p

@@ -421,3 +421,39 @@ fn data_file_without_statements_uses_the_line_text() {
     assert_eq!(r.files[0].executable_changed_lines, vec![10, 11]);
     assert_eq!(r.files[0].uncovered_lines, vec![11]);
 }
+
+#[test]
+fn an_unmatched_junit_failure_still_fails() {
+    let mut c = Case::new(&[(10, "a")], coverage(&[(10, &[(STABLE, RUN)])], &[]));
+    let mut res = results(&[(STABLE, Outcome::Passed)]);
+    res.unmatched.push(crate::gate::results::UnmatchedCase {
+        source: "junit.xml:7".into(),
+        classname: "tests.test_other".into(),
+        name: "test_x".into(),
+        why: "no node id from coverage matches".into(),
+        outcome: Outcome::Failed,
+        message: Some("assert 1 == 2".into()),
+    });
+    res.unmatched.push(crate::gate::results::UnmatchedCase {
+        source: "junit.xml:9".into(),
+        classname: "tests.test_other".into(),
+        name: "test_skipped".into(),
+        why: "no node id from coverage matches".into(),
+        outcome: Outcome::Skipped,
+        message: None,
+    });
+    c.results = Some(res);
+    let r = c.run();
+    assert_eq!(r.verdict, Verdict::Fail);
+    assert_eq!(r.codes(), ["failed"]);
+    assert_eq!(r.results.unmatched.len(), 2);
+}
+
+#[test]
+fn probe_power_is_worded_as_a_bound() {
+    let r = Case::new(&[(10, "a")], coverage(&[(10, &[(STABLE, RUN)])], &[])).run();
+    let p = r.probe.unwrap();
+    assert!(p.power.contains("not shown unstable at p ≥"), "{}", p.power);
+    let rate = p.min_detectable_rate_90.unwrap();
+    assert!(crate::gate::probe::detection_chance(rate, 5) >= 0.9 - 1e-9);
+}
