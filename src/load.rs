@@ -232,25 +232,45 @@ pub fn load_evidence(sources: &EvidenceSources, patch: &Patch, ledger: Option<&L
 
 fn read_coverage(path: &Path, matcher: &PathMatcher) -> Result<(Coverage, InputDigest), InputError> {
     let name = display(path);
-    let mut f =
-        std::fs::File::open(path).map_err(|e| InputError::new(Location::file(&name), format!("cannot read: {e}")))?;
+    let cannot = |e: std::io::Error| InputError::new(Location::file(&name), format!("cannot read: {e}"));
+    let mut f = std::fs::File::open(path).map_err(cannot)?;
     let mut head = [0u8; 16];
     let n = std::io::Read::read(&mut f, &mut head).unwrap_or(0);
-    let digest = sha256_file(path).map_err(|e| InputError::new(Location::file(&name), format!("cannot read: {e}")))?;
-    let digest = InputDigest {
+    let digest = |sha256| InputDigest {
         role: "coverage".into(),
         path: name.clone(),
-        sha256: digest,
+        sha256,
     };
     if head[..n].starts_with(b"SQLite format 3") {
         let cov = crate::evidence::coverage_db::read_data_file_blocking(path, matcher)
             .map_err(|e| InputError::new(Location::file(&name), format!("{e:#}")))?;
-        return Ok((cov, digest));
+        return Ok((cov, digest(sha256_file(path).map_err(cannot)?)));
     }
-    let f =
-        std::fs::File::open(path).map_err(|e| InputError::new(Location::file(&name), format!("cannot read: {e}")))?;
-    let cov = coverage::read_json(&name, f, matcher)?;
-    Ok((cov, digest))
+    // One pass over a JSON that may be gigabytes: hash the bytes as the parser reads them.
+    let f = std::fs::File::open(path).map_err(cannot)?;
+    let mut hashing = HashingReader {
+        inner: f,
+        hasher: sha2::Sha256::default(),
+    };
+    let cov = coverage::read_json(&name, &mut hashing, matcher)?;
+    // The parser stops at the end of the JSON value; hash any trailing bytes too.
+    std::io::copy(&mut hashing, &mut std::io::sink()).map_err(cannot)?;
+    let sha = hex::encode(sha2::Digest::finalize(hashing.hasher));
+    Ok((cov, digest(sha)))
+}
+
+/// A reader that hashes what passes through it.
+struct HashingReader<R> {
+    inner: R,
+    hasher: sha2::Sha256,
+}
+
+impl<R: std::io::Read> std::io::Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        sha2::Digest::update(&mut self.hasher, &buf[..n]);
+        Ok(n)
+    }
 }
 
 /// sha256 of a file, streamed (coverage files reach gigabytes).

@@ -159,7 +159,11 @@ pub fn text(r: &Report) -> String {
                 f.excluded_lines.len()
             ),
         };
-        let _ = writeln!(s, "  {}{from} [{:?}] {how}", f.path, f.status);
+        let status = serde_json::to_value(f.status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let _ = writeln!(s, "  {}{from} [{status}] {how}", f.path);
         for l in &f.lines {
             if !f.executable_changed_lines.contains(&l.line) {
                 continue;
@@ -228,13 +232,17 @@ pub fn text(r: &Report) -> String {
     if let Some(p) = &r.probe {
         let _ = writeln!(s, "\nprobe: K = {}: {}", p.k, p.power);
         for t in &p.tests {
+            let stability = match t.stability {
+                crate::gate::probe::Stability::StablePassing => "stable",
+                crate::gate::probe::Stability::BrokenOnBase => "broken on base",
+                crate::gate::probe::Stability::Unstable => "UNSTABLE",
+            };
             let _ = writeln!(
                 s,
-                "  {:<60} {}/{} failed ({:?})",
+                "  {:<60} {}/{} failed ({stability})",
                 t.test.as_str(),
                 t.failures,
-                t.runs,
-                t.stability
+                t.runs
             );
         }
     }

@@ -291,3 +291,43 @@ fn text_and_markdown_render() {
     let md = String::from_utf8(out.stdout).unwrap();
     insta::assert_snapshot!("some_frozen_markdown", md);
 }
+
+#[test]
+fn templates_can_be_overridden() {
+    let t = tempfile::tempdir().unwrap();
+    std::fs::write(
+        t.path().join("check-summary.md.j2"),
+        "verdict={{ r.verdict }} first={{ r.reasons[0].code }}",
+    )
+    .unwrap();
+    let out = flakegate(&[
+        "check",
+        "examples/shop/evidence",
+        "--diff",
+        "examples/shop/pr.diff",
+        "--ledger",
+        "examples/shop/flake-ledger.json",
+        "--format",
+        "markdown",
+        "--templates",
+        t.path().to_str().unwrap(),
+    ]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "verdict=PASS_WITH_CAVEAT first=some_frozen\n"
+    );
+    // A broken template is unusable input, reported with its name.
+    std::fs::write(t.path().join("check-summary.md.j2"), "{{ r.no_such_field.x }}").unwrap();
+    let out = flakegate(&[
+        "check",
+        "examples/shop/evidence",
+        "--diff",
+        "examples/shop/pr.diff",
+        "--format",
+        "markdown",
+        "--templates",
+        t.path().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("check-summary.md.j2"));
+}
