@@ -34,6 +34,8 @@ pub enum Cmd {
     Ledger(LedgerCmd),
     /// Run the base tree's suite K times on identical inputs and count each test's failures.
     Probe(crate::probe::ProbeArgs),
+    /// Run the GitHub App: receive signed webhooks and queue them (configured from the environment).
+    Serve,
 }
 
 #[derive(Debug, clap::Args)]
@@ -123,6 +125,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Cmd::Ledger(LedgerCmd::Prune(args)) => crate::ledger_edit::prune(args),
         Cmd::Ledger(LedgerCmd::Expiring(args)) => crate::ledger_edit::expiring(args),
         Cmd::Probe(args) => crate::probe::run(args),
+        Cmd::Serve => crate::server::serve_from_env(),
     }
 }
 

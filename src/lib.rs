@@ -1,7 +1,11 @@
+pub mod app_config;
 pub mod cli;
 pub mod evidence;
 pub mod gate;
+pub mod github;
 pub mod ledger_edit;
 pub mod load;
 pub mod probe;
 pub mod render;
+pub mod server;
+pub mod store;

@@ -1,0 +1,247 @@
+//! The App's settings, read from the environment once at start. Every secret is a
+//! `SecretString`, so `Debug` output and logs never show it.
+
+use secrecy::SecretString;
+use std::net::SocketAddr;
+use std::path::Path;
+
+/// Default `DATABASE_URL`: an SQLite file in the working directory, created on first use.
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://flakegate.db?mode=rwc";
+pub const DEFAULT_GITHUB_API_URL: &str = "https://api.github.com";
+pub const DEFAULT_LISTEN: &str = "0.0.0.0:3000";
+
+#[derive(Debug, Clone)]
+pub struct AppConfig {
+    pub app_id: u64,
+    /// The App's RSA private key, PEM text.
+    pub private_key: SecretString,
+    /// Accepted webhook secrets; more than one while a secret is being rotated.
+    pub webhook_secrets: Vec<SecretString>,
+    pub github_api_url: String,
+    /// May carry a database password, hence secret.
+    pub database_url: SecretString,
+    pub listen: SocketAddr,
+}
+
+/// A setting that is missing or malformed; the message names the variable.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("{0} is not set")]
+    Missing(&'static str),
+    #[error("{var} is invalid: {reason}")]
+    Invalid { var: &'static str, reason: String },
+}
+
+fn invalid(var: &'static str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        var,
+        reason: reason.into(),
+    }
+}
+
+impl AppConfig {
+    /// Read the settings through `lookup` (`|k| std::env::var(k).ok()` in production), so
+    /// tests need not touch the process environment. Empty values count as unset.
+    pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let get = |k: &str| lookup(k).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+
+        let app_id = get("FLAKEGATE_APP_ID").ok_or(ConfigError::Missing("FLAKEGATE_APP_ID"))?;
+        let app_id: u64 = app_id
+            .parse()
+            .map_err(|_| invalid("FLAKEGATE_APP_ID", "expected a positive integer (the App's numeric id)"))?;
+
+        let private_key = match (get("FLAKEGATE_PRIVATE_KEY"), get("FLAKEGATE_PRIVATE_KEY_PATH")) {
+            (Some(_), Some(_)) => {
+                return Err(invalid(
+                    "FLAKEGATE_PRIVATE_KEY",
+                    "set either FLAKEGATE_PRIVATE_KEY or FLAKEGATE_PRIVATE_KEY_PATH, not both",
+                ))
+            }
+            (Some(pem), None) => check_pem("FLAKEGATE_PRIVATE_KEY", pem)?,
+            (None, Some(path)) => {
+                let pem = std::fs::read_to_string(Path::new(&path))
+                    .map_err(|e| invalid("FLAKEGATE_PRIVATE_KEY_PATH", format!("cannot read {path}: {e}")))?;
+                check_pem("FLAKEGATE_PRIVATE_KEY_PATH", pem)?
+            }
+            (None, None) => return Err(ConfigError::Missing("FLAKEGATE_PRIVATE_KEY")),
+        };
+
+        let secrets = get("FLAKEGATE_WEBHOOK_SECRET").ok_or(ConfigError::Missing("FLAKEGATE_WEBHOOK_SECRET"))?;
+        let webhook_secrets: Vec<SecretString> = secrets
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(SecretString::from)
+            .collect();
+        if webhook_secrets.is_empty() {
+            return Err(invalid(
+                "FLAKEGATE_WEBHOOK_SECRET",
+                "no secret in the comma-separated list",
+            ));
+        }
+
+        let github_api_url = get("FLAKEGATE_GITHUB_API_URL").unwrap_or_else(|| DEFAULT_GITHUB_API_URL.to_owned());
+        if !(github_api_url.starts_with("https://") || github_api_url.starts_with("http://")) {
+            return Err(invalid(
+                "FLAKEGATE_GITHUB_API_URL",
+                "expected an http:// or https:// URL",
+            ));
+        }
+        let github_api_url = github_api_url.trim_end_matches('/').to_owned();
+
+        let database_url = get("DATABASE_URL").unwrap_or_else(|| DEFAULT_DATABASE_URL.to_owned());
+        if crate::store::Backend::of_url(&database_url).is_none() {
+            return Err(invalid("DATABASE_URL", "expected a sqlite: or postgres:// URL"));
+        }
+
+        let listen = match (get("FLAKEGATE_LISTEN"), get("PORT")) {
+            (Some(addr), _) => addr.parse().map_err(|_| {
+                invalid(
+                    "FLAKEGATE_LISTEN",
+                    format!("expected HOST:PORT such as {DEFAULT_LISTEN}"),
+                )
+            })?,
+            (None, Some(port)) => {
+                let port: u16 = port.parse().map_err(|_| invalid("PORT", "expected a port number"))?;
+                SocketAddr::from(([0, 0, 0, 0], port))
+            }
+            (None, None) => DEFAULT_LISTEN.parse().expect("the default listen address parses"),
+        };
+
+        Ok(AppConfig {
+            app_id,
+            private_key,
+            webhook_secrets,
+            github_api_url,
+            database_url: SecretString::from(database_url),
+            listen,
+        })
+    }
+}
+
+fn check_pem(var: &'static str, pem: String) -> Result<SecretString, ConfigError> {
+    if !pem.contains("-----BEGIN") || !pem.contains("PRIVATE KEY-----") {
+        return Err(invalid(
+            var,
+            "expected a PEM private key (-----BEGIN RSA PRIVATE KEY-----)",
+        ));
+    }
+    Ok(SecretString::from(pem))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use secrecy::ExposeSecret;
+    use std::collections::HashMap;
+
+    const PEM: &str = "-----BEGIN RSA PRIVATE KEY-----\nTOPSECRETKEYMATERIAL\n-----END RSA PRIVATE KEY-----\n";
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        move |k| map.get(k).cloned()
+    }
+
+    fn base() -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("FLAKEGATE_APP_ID", "42"),
+            ("FLAKEGATE_PRIVATE_KEY", PEM),
+            ("FLAKEGATE_WEBHOOK_SECRET", "hunter2old, hunter2new"),
+            ("DATABASE_URL", "postgres://u:dbpassw0rd@localhost/x"),
+        ]
+    }
+
+    #[test]
+    fn defaults_and_rotation() {
+        let c = AppConfig::from_env(env(&base()[..3])).unwrap();
+        assert_eq!(c.app_id, 42);
+        assert_eq!(c.github_api_url, DEFAULT_GITHUB_API_URL);
+        assert_eq!(c.database_url.expose_secret(), DEFAULT_DATABASE_URL);
+        assert_eq!(c.listen.to_string(), DEFAULT_LISTEN);
+        let secrets: Vec<&str> = c.webhook_secrets.iter().map(|s| s.expose_secret()).collect();
+        assert_eq!(secrets, ["hunter2old", "hunter2new"]);
+    }
+
+    #[test]
+    fn debug_shows_no_secret() {
+        let c = AppConfig::from_env(env(&base())).unwrap();
+        let debug = format!("{c:?}");
+        for secret in ["TOPSECRETKEYMATERIAL", "hunter2", "dbpassw0rd"] {
+            assert!(!debug.contains(secret), "{secret} leaked in {debug}");
+        }
+    }
+
+    #[test]
+    fn port_and_listen() {
+        let mut e = base();
+        e.push(("PORT", "8080"));
+        assert_eq!(AppConfig::from_env(env(&e)).unwrap().listen.to_string(), "0.0.0.0:8080");
+        e.push(("FLAKEGATE_LISTEN", "127.0.0.1:9000"));
+        assert_eq!(
+            AppConfig::from_env(env(&e)).unwrap().listen.to_string(),
+            "127.0.0.1:9000"
+        );
+    }
+
+    #[test]
+    fn key_from_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key.pem");
+        std::fs::write(&path, PEM).unwrap();
+        let p = path.to_str().unwrap();
+        let e = [
+            ("FLAKEGATE_APP_ID", "1"),
+            ("FLAKEGATE_PRIVATE_KEY_PATH", p),
+            ("FLAKEGATE_WEBHOOK_SECRET", "s"),
+        ];
+        let c = AppConfig::from_env(env(&e)).unwrap();
+        assert_eq!(c.private_key.expose_secret(), PEM);
+    }
+
+    #[test]
+    fn errors_name_the_variable() {
+        let cases: &[(&[(&str, &str)], &str)] = &[
+            (&[], "FLAKEGATE_APP_ID is not set"),
+            (&[("FLAKEGATE_APP_ID", "abc")], "FLAKEGATE_APP_ID is invalid"),
+            (&[("FLAKEGATE_APP_ID", "1")], "FLAKEGATE_PRIVATE_KEY is not set"),
+            (
+                &[("FLAKEGATE_APP_ID", "1"), ("FLAKEGATE_PRIVATE_KEY", "nope")],
+                "FLAKEGATE_PRIVATE_KEY is invalid",
+            ),
+            (
+                &[
+                    ("FLAKEGATE_APP_ID", "1"),
+                    ("FLAKEGATE_PRIVATE_KEY_PATH", "/nonexistent/key.pem"),
+                ],
+                "FLAKEGATE_PRIVATE_KEY_PATH is invalid",
+            ),
+            (
+                &[("FLAKEGATE_APP_ID", "1"), ("FLAKEGATE_PRIVATE_KEY", PEM)],
+                "FLAKEGATE_WEBHOOK_SECRET is not set",
+            ),
+            (
+                &[
+                    ("FLAKEGATE_APP_ID", "1"),
+                    ("FLAKEGATE_PRIVATE_KEY", PEM),
+                    ("FLAKEGATE_WEBHOOK_SECRET", " , "),
+                ],
+                "FLAKEGATE_WEBHOOK_SECRET is invalid",
+            ),
+        ];
+        for (pairs, want) in cases {
+            let err = AppConfig::from_env(env(pairs)).unwrap_err().to_string();
+            assert!(err.starts_with(want), "{err:?} should start with {want:?}");
+        }
+        for (var, value) in [
+            ("FLAKEGATE_GITHUB_API_URL", "api.github.com"),
+            ("DATABASE_URL", "mysql://x"),
+            ("FLAKEGATE_LISTEN", "3000"),
+            ("PORT", "http"),
+        ] {
+            let mut e = base();
+            e.push((var, value));
+            let err = AppConfig::from_env(env(&e)).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("{var} is invalid")), "{err}");
+        }
+    }
+}

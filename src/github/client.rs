@@ -1,0 +1,739 @@
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use axum::body::Body;
+use futures_util::StreamExt;
+use http::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_LENGTH, LOCATION};
+use http::StatusCode;
+use octocrab::Octocrab;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::artifact::{extract_zip, ArtifactError, ArtifactLimits};
+use super::auth::AppCredentials;
+use super::error::GithubError;
+use super::types::*;
+
+pub const DEFAULT_API_URL: &str = "https://api.github.com";
+/// The check run's name.
+pub const CHECK_NAME: &str = "flakegate";
+/// GitHub accepts at most this many annotations per create/update request.
+pub const ANNOTATIONS_PER_REQUEST: usize = 50;
+/// GitHub's limit on `output.summary` and `output.text`, in characters.
+pub const OUTPUT_MAX_CHARS: usize = 65_535;
+/// The files listing stops at 3000 files; a patch that reaches it is incomplete.
+const MAX_LISTED_FILES: usize = 3000;
+const PER_PAGE: usize = 100;
+/// JSON answers above this are refused rather than buffered.
+const MAX_JSON_BYTES: usize = 64 << 20;
+/// A cached installation token is replaced when it has less than this left.
+const TOKEN_MARGIN_MINUTES: i64 = 5;
+
+type Response = http::Response<Body>;
+
+/// The App: authenticates as itself with an RS256 JWT and hands out per-installation clients whose
+/// installation tokens are cached until shortly before they expire.
+pub struct GithubApp {
+    app: Octocrab,
+    /// No credentials and no base path: for absolute URLs off GitHub (artifact redirects).
+    plain: Octocrab,
+    app_id: AppId,
+    installations: Mutex<HashMap<InstallationId, Octocrab>>,
+}
+
+impl std::fmt::Debug for GithubApp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GithubApp")
+            .field("app_id", &self.app_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GithubApp {
+    /// `base_url` is `FLAKEGATE_GITHUB_API_URL` (`https://api.github.com`, a GHES `…/api/v3`, or a
+    /// test fake). Octocrab's own retries are off: the worker retries with backoff, honouring
+    /// `GithubError::Retryable::retry_after`.
+    pub fn new(base_url: &str, credentials: AppCredentials) -> Result<Self, GithubError> {
+        let app = Octocrab::builder()
+            .base_uri(base_url)
+            .map_err(|e| GithubError::fatal(format!("FLAKEGATE_GITHUB_API_URL {base_url:?} is not a URL: {e}")))?
+            .add_retry_config(octocrab::service::middleware::retry::RetryConfig::None)
+            .set_connect_timeout(Some(Duration::from_secs(10)))
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .app(octocrab::models::AppId(credentials.app_id.0), credentials.key)
+            .build()
+            .map_err(|e| GithubError::fatal(format!("building the GitHub client: {e}")))?;
+        let plain = Octocrab::builder()
+            .add_retry_config(octocrab::service::middleware::retry::RetryConfig::None)
+            .set_connect_timeout(Some(Duration::from_secs(10)))
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .build()
+            .map_err(|e| GithubError::fatal(format!("building the GitHub client: {e}")))?;
+        Ok(GithubApp {
+            app,
+            plain,
+            app_id: credentials.app_id,
+            installations: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn app_id(&self) -> AppId {
+        self.app_id
+    }
+
+    /// A client acting as `installation`. Cheap; the token cache is shared per installation.
+    pub fn installation(&self, installation: InstallationId) -> Result<InstallationClient, GithubError> {
+        let mut map = self.installations.lock().unwrap_or_else(|p| p.into_inner());
+        let crab = match map.get(&installation) {
+            Some(c) => c.clone(),
+            None => {
+                let c = self
+                    .app
+                    .installation(octocrab::models::InstallationId(installation.0))
+                    .map_err(|e| GithubError::from_octocrab("installation client", e))?;
+                map.insert(installation, c.clone());
+                c
+            }
+        };
+        Ok(InstallationClient {
+            crab,
+            plain: self.plain.clone(),
+            app_id: self.app_id,
+        })
+    }
+}
+
+/// Calls made as one installation. Every path is relative to the base URL.
+#[derive(Clone)]
+pub struct InstallationClient {
+    crab: Octocrab,
+    plain: Octocrab,
+    app_id: AppId,
+}
+
+#[derive(Serialize)]
+struct OutputBody<'a> {
+    title: &'a str,
+    summary: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    annotations: &'a [Annotation],
+}
+
+#[derive(Serialize)]
+struct CheckRunBody<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    head_sha: Option<&'a str>,
+    name: &'a str,
+    external_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<CheckStatus>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    conclusion: Option<Conclusion>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    details_url: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    completed_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output: Option<OutputBody<'a>>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    actions: &'a [CheckAction],
+}
+
+#[derive(Deserialize)]
+struct ContentFile {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    encoding: Option<String>,
+    #[serde(default)]
+    content: Option<String>,
+}
+
+impl InstallationClient {
+    // ---- transport -------------------------------------------------------------------------
+
+    /// Make sure the cached installation token has a few minutes left (one token request per
+    /// installation per hour, not per call), so a long sequence of calls never straddles expiry.
+    async fn fresh_token(&self) -> Result<(), GithubError> {
+        self.crab
+            .installation_token_with_buffer(chrono::Duration::minutes(TOKEN_MARGIN_MINUTES))
+            .await
+            .map(drop)
+            .map_err(|e| GithubError::from_octocrab("installation token", e))
+    }
+
+    async fn send(
+        &self,
+        what: &str,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+        accept: Option<&str>,
+    ) -> Result<Response, GithubError> {
+        self.fresh_token().await?;
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            ACCEPT,
+            HeaderValue::from_str(accept.unwrap_or("application/vnd.github+json")).expect("accept"),
+        );
+        headers.insert("x-github-api-version", HeaderValue::from_static("2022-11-28"));
+        let r = match method {
+            "GET" => self.crab._get_with_headers(path, Some(headers)).await,
+            "POST" => self.crab._post(path, body).await,
+            "PATCH" => self.crab._patch(path, body).await,
+            m => unreachable!("method {m}"),
+        };
+        tracing::debug!(what, method, path, status = ?r.as_ref().map(|r| r.status()).ok(), "github request");
+        r.map(|r| r.map(Body::new))
+            .map_err(|e| GithubError::from_octocrab(what, e))
+    }
+
+    /// Send and require a 2xx; returns the body bytes.
+    async fn call(
+        &self,
+        what: &str,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+        accept: Option<&str>,
+    ) -> Result<(HeaderMap, bytes::Bytes), GithubError> {
+        let resp = self.send(what, method, path, body, accept).await?;
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let bytes = read_body(what, resp, MAX_JSON_BYTES).await?;
+        if !status.is_success() {
+            return Err(GithubError::from_response(what, status, &headers, &bytes));
+        }
+        Ok((headers, bytes))
+    }
+
+    async fn json<T: DeserializeOwned>(
+        &self,
+        what: &str,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<T, GithubError> {
+        let (_, bytes) = self.call(what, method, path, body, None).await?;
+        serde_json::from_slice(&bytes)
+            .map_err(|e| GithubError::fatal(format!("{what}: unexpected answer from GitHub: {e}")))
+    }
+
+    /// GET `path` (which already has a query) page by page with relative URLs, `per_page=100`,
+    /// until a short page; `items` picks the array out of each page.
+    async fn paged(
+        &self,
+        what: &str,
+        path: &str,
+        max_pages: usize,
+        items: impl Fn(Value) -> Option<Vec<Value>>,
+    ) -> Result<Vec<Value>, GithubError> {
+        let sep = if path.contains('?') { '&' } else { '?' };
+        let mut all = Vec::new();
+        for page in 1..=max_pages {
+            let url = format!("{path}{sep}per_page={PER_PAGE}&page={page}");
+            let v: Value = self.json(what, "GET", &url, None).await?;
+            let batch = items(v).ok_or_else(|| GithubError::fatal(format!("{what}: page {page} is not a list")))?;
+            let n = batch.len();
+            all.extend(batch);
+            if n < PER_PAGE {
+                break;
+            }
+        }
+        Ok(all)
+    }
+
+    // ---- pull requests ---------------------------------------------------------------------
+
+    pub async fn pull_request(&self, repo: &RepoName, number: PullNumber) -> Result<PullRequest, GithubError> {
+        self.json(
+            "get pull request",
+            "GET",
+            &format!("{}/pulls/{}", repo.api_path(), number.0),
+            None,
+        )
+        .await
+    }
+
+    /// Pull requests whose head is `sha` (for a fork's `workflow_run`, whose `pull_requests` is empty).
+    pub async fn commit_pulls(&self, repo: &RepoName, sha: &CommitSha) -> Result<Vec<PullRequest>, GithubError> {
+        let path = format!("{}/commits/{}/pulls", repo.api_path(), sha);
+        let all = self
+            .paged("list pull requests of a commit", &path, 10, |v| v.as_array().cloned())
+            .await?;
+        all.into_iter()
+            .map(|v| serde_json::from_value(v).map_err(|e| GithubError::fatal(format!("commit pulls: {e}"))))
+            .collect()
+    }
+
+    /// The unified diff, or the files listing when GitHub says the diff is too large
+    /// (`406 Unacceptable`, or a `422` naming `too_large`).
+    pub async fn pull_diff(&self, repo: &RepoName, number: PullNumber) -> Result<PatchSource, GithubError> {
+        let what = "get pull request diff";
+        let path = format!("{}/pulls/{}", repo.api_path(), number.0);
+        let resp = self
+            .send(what, "GET", &path, None, Some("application/vnd.github.diff"))
+            .await?;
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let bytes = read_body(what, resp, MAX_JSON_BYTES).await?;
+        if status.is_success() {
+            return String::from_utf8(bytes.to_vec())
+                .map(PatchSource::Diff)
+                .map_err(|_| GithubError::fatal(format!("{what}: the diff is not UTF-8")));
+        }
+        let text = String::from_utf8_lossy(&bytes).to_lowercase();
+        let too_large = status == StatusCode::NOT_ACCEPTABLE
+            || (status == StatusCode::UNPROCESSABLE_ENTITY
+                && (text.contains("too_large") || text.contains("too large")));
+        if !too_large {
+            return Err(GithubError::from_response(what, status, &headers, &bytes));
+        }
+        tracing::info!(%repo, pull = number.0, %status, "diff too large; using the files listing");
+        let files = self
+            .paged(
+                "list pull request files",
+                &format!("{path}/files"),
+                MAX_LISTED_FILES / PER_PAGE,
+                |v| v.as_array().cloned(),
+            )
+            .await?;
+        if files.len() >= MAX_LISTED_FILES {
+            return Err(GithubError::fatal(format!(
+                "pull request {number} changes {MAX_LISTED_FILES} files or more; GitHub lists no more, so the patch cannot be read whole"
+            )));
+        }
+        Ok(PatchSource::Files(Value::Array(files).to_string()))
+    }
+
+    // ---- contents --------------------------------------------------------------------------
+
+    /// The file at `path` in commit `sha`, or `None` if it does not exist there.
+    pub async fn file_at(&self, repo: &RepoName, path: &str, sha: &CommitSha) -> Result<Option<Vec<u8>>, GithubError> {
+        let what = "get file contents";
+        let url = format!("{}/contents/{}?ref={}", repo.api_path(), encode_path(path), sha);
+        let v: ContentFile = match self.json(what, "GET", &url, None).await {
+            Ok(v) => v,
+            Err(GithubError::NotFound(_)) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        if v.kind != "file" {
+            return Err(GithubError::fatal(format!(
+                "{what}: {path} is a {}, not a file",
+                v.kind
+            )));
+        }
+        match v.encoding.as_deref() {
+            Some("base64") => base64_decode(v.content.as_deref().unwrap_or(""))
+                .map(Some)
+                .ok_or_else(|| GithubError::fatal(format!("{what}: {path}: invalid base64"))),
+            // Over 1 MB GitHub sends `encoding: none` and no content: ask for the raw bytes.
+            _ => {
+                let (_, bytes) = self
+                    .call(what, "GET", &url, None, Some("application/vnd.github.raw+json"))
+                    .await?;
+                Ok(Some(bytes.to_vec()))
+            }
+        }
+    }
+
+    // ---- artifacts -------------------------------------------------------------------------
+
+    pub async fn run_artifacts(&self, repo: &RepoName, run_id: u64) -> Result<Vec<Artifact>, GithubError> {
+        let path = format!("{}/actions/runs/{run_id}/artifacts", repo.api_path());
+        let all = self
+            .paged("list workflow run artifacts", &path, 10, |v| {
+                serde_json::from_value::<ArtifactListRaw>(v).ok().map(|l| l.artifacts)
+            })
+            .await?;
+        all.into_iter()
+            .map(serde_json::from_value)
+            .collect::<Result<_, _>>()
+            .map_err(|e| GithubError::fatal(format!("list artifacts: {e}")))
+    }
+
+    /// Download artifact `artifact_id` (following GitHub's `302` to the archive, without sending
+    /// our token there), stream it to a file under `dest_dir` with a byte cap, and extract it
+    /// safely into `dest_dir/artifact-<id>/`, which is returned. `410` → `GithubError::Gone`.
+    pub async fn download_artifact(
+        &self,
+        repo: &RepoName,
+        artifact_id: u64,
+        dest_dir: &Path,
+        limits: &ArtifactLimits,
+    ) -> Result<PathBuf, GithubError> {
+        let what = "download artifact";
+        let path = format!("{}/actions/artifacts/{artifact_id}/zip", repo.api_path());
+        let resp = self.send(what, "GET", &path, None, None).await?;
+        let resp = if resp.status().is_redirection() {
+            let location = resp
+                .headers()
+                .get(LOCATION)
+                .and_then(|l| l.to_str().ok())
+                .ok_or_else(|| GithubError::fatal(format!("{what}: redirect without a Location")))?
+                .to_owned();
+            // Not through the installation client: octocrab would prefix a GHES base path
+            // (`/api/v3`) to this absolute URL. The plain client has no credentials to leak.
+            self.plain
+                ._get(location.as_str())
+                .await
+                .map_err(|e| GithubError::from_octocrab(what, e))?
+                .map(Body::new)
+        } else {
+            resp
+        };
+        let status = resp.status();
+        if !status.is_success() {
+            let headers = resp.headers().clone();
+            let bytes = read_body(what, resp, 1 << 16).await.unwrap_or_default();
+            return Err(GithubError::from_response(what, status, &headers, &bytes));
+        }
+        let declared = resp
+            .headers()
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > limits.max_download_bytes) {
+            return Err(ArtifactError::DownloadTooLarge {
+                limit: limits.max_download_bytes,
+            }
+            .into());
+        }
+        std::fs::create_dir_all(dest_dir).map_err(ArtifactError::from)?;
+        let zip_path = dest_dir.join(format!("artifact-{artifact_id}.zip"));
+        let out_dir = dest_dir.join(format!("artifact-{artifact_id}"));
+        let result = async {
+            stream_to_file(what, resp, &zip_path, limits.max_download_bytes).await?;
+            let (zip, out, limits) = (zip_path.clone(), out_dir.clone(), *limits);
+            tokio::task::spawn_blocking(move || extract_zip(&zip, &out, &limits))
+                .await
+                .map_err(|e| GithubError::fatal(format!("{what}: extraction task failed: {e}")))??;
+            Ok::<_, GithubError>(())
+        }
+        .await;
+        let _ = std::fs::remove_file(&zip_path);
+        if let Err(e) = result {
+            let _ = std::fs::remove_dir_all(&out_dir);
+            return Err(e);
+        }
+        Ok(out_dir)
+    }
+
+    // ---- check runs ------------------------------------------------------------------------
+
+    /// The check run `name` on `head_sha` with `external_id`, if one exists (so publishing after a
+    /// crash or retry updates it instead of adding another).
+    pub async fn find_check_run(
+        &self,
+        repo: &RepoName,
+        head_sha: &CommitSha,
+        name: &str,
+        external_id: &str,
+    ) -> Result<Option<CheckRun>, GithubError> {
+        let path = format!(
+            "{}/commits/{}/check-runs?check_name={}&filter=all",
+            repo.api_path(),
+            head_sha,
+            encode_path(name)
+        );
+        let all = self
+            .paged("list check runs", &path, 10, |v| {
+                serde_json::from_value::<CheckRunListRaw>(v).ok().map(|l| l.check_runs)
+            })
+            .await?;
+        for v in all {
+            let run: CheckRun =
+                serde_json::from_value(v).map_err(|e| GithubError::fatal(format!("list check runs: {e}")))?;
+            if run.name == name && run.external_id.as_deref() == Some(external_id) {
+                return Ok(Some(run));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Create the check run; annotations beyond the first 50 are appended by further updates.
+    pub async fn create_check_run(
+        &self,
+        repo: &RepoName,
+        head_sha: &CommitSha,
+        fields: &CheckRunFields,
+    ) -> Result<CheckRun, GithubError> {
+        validate_fields(fields)?;
+        let batches = annotation_batches(fields);
+        let body = check_body(Some(head_sha), fields, batches[0]);
+        let run: CheckRun = self
+            .json(
+                "create check run",
+                "POST",
+                &format!("{}/check-runs", repo.api_path()),
+                Some(&body),
+            )
+            .await?;
+        self.append_annotations(repo, run.id, fields, &batches[1..]).await?;
+        Ok(run)
+    }
+
+    /// Update check run `id` with `fields`; annotations are appended 50 per request.
+    pub async fn update_check_run(
+        &self,
+        repo: &RepoName,
+        id: u64,
+        fields: &CheckRunFields,
+    ) -> Result<CheckRun, GithubError> {
+        validate_fields(fields)?;
+        let batches = annotation_batches(fields);
+        let body = check_body(None, fields, batches[0]);
+        let run: CheckRun = self
+            .json(
+                "update check run",
+                "PATCH",
+                &format!("{}/check-runs/{id}", repo.api_path()),
+                Some(&body),
+            )
+            .await?;
+        self.append_annotations(repo, id, fields, &batches[1..]).await?;
+        Ok(run)
+    }
+
+    /// Find (by name + external id) and update, or create: the idempotent publish.
+    pub async fn upsert_check_run(
+        &self,
+        repo: &RepoName,
+        head_sha: &CommitSha,
+        fields: &CheckRunFields,
+    ) -> Result<CheckRun, GithubError> {
+        match self
+            .find_check_run(repo, head_sha, &fields.name, &fields.external_id)
+            .await?
+        {
+            Some(run) => self.update_check_run(repo, run.id, fields).await,
+            None => self.create_check_run(repo, head_sha, fields).await,
+        }
+    }
+
+    async fn append_annotations(
+        &self,
+        repo: &RepoName,
+        id: u64,
+        fields: &CheckRunFields,
+        rest: &[&[Annotation]],
+    ) -> Result<(), GithubError> {
+        let Some(output) = &fields.output else { return Ok(()) };
+        for batch in rest {
+            // Resend title/summary/text (required fields, and nothing gets cleared) with the next batch.
+            let body = json!({
+                "name": fields.name,
+                "external_id": fields.external_id,
+                "output": OutputBody { title: &output.title, summary: &output.summary, text: output.text.as_deref(), annotations: batch },
+            });
+            let _: Value = self
+                .json(
+                    "add check run annotations",
+                    "PATCH",
+                    &format!("{}/check-runs/{id}", repo.api_path()),
+                    Some(&body),
+                )
+                .await?;
+        }
+        Ok(())
+    }
+
+    // ---- comments --------------------------------------------------------------------------
+
+    /// The comment on issue/PR `issue` containing `marker` written by this App (or, where GitHub does not
+    /// say which app wrote it, by a bot).
+    pub async fn find_comment_with_marker(
+        &self,
+        repo: &RepoName,
+        issue: PullNumber,
+        marker: &str,
+    ) -> Result<Option<Comment>, GithubError> {
+        let path = format!("{}/issues/{}/comments", repo.api_path(), issue.0);
+        let all = self
+            .paged("list comments", &path, 50, |v| v.as_array().cloned())
+            .await?;
+        for v in all {
+            let c: Comment =
+                serde_json::from_value(v).map_err(|e| GithubError::fatal(format!("list comments: {e}")))?;
+            let ours = match &c.performed_via_github_app {
+                Some(app) => app.id == self.app_id.0,
+                None => c.user.as_ref().and_then(|u| u.kind.as_deref()) == Some("Bot"),
+            };
+            if ours && c.body.as_deref().is_some_and(|b| b.contains(marker)) {
+                return Ok(Some(c));
+            }
+        }
+        Ok(None)
+    }
+
+    pub async fn create_comment(&self, repo: &RepoName, issue: PullNumber, body: &str) -> Result<Comment, GithubError> {
+        let path = format!("{}/issues/{}/comments", repo.api_path(), issue.0);
+        self.json("create comment", "POST", &path, Some(&json!({ "body": body })))
+            .await
+    }
+
+    pub async fn update_comment(&self, repo: &RepoName, comment_id: u64, body: &str) -> Result<Comment, GithubError> {
+        let path = format!("{}/issues/comments/{comment_id}", repo.api_path());
+        self.json("update comment", "PATCH", &path, Some(&json!({ "body": body })))
+            .await
+    }
+
+    // ---- actions ---------------------------------------------------------------------------
+
+    pub async fn rerun_workflow(&self, repo: &RepoName, run_id: u64) -> Result<(), GithubError> {
+        let path = format!("{}/actions/runs/{run_id}/rerun", repo.api_path());
+        self.call("re-run workflow", "POST", &path, Some(&json!({})), None)
+            .await
+            .map(drop)
+    }
+}
+
+#[derive(Deserialize)]
+struct ArtifactListRaw {
+    artifacts: Vec<Value>,
+}
+
+#[derive(Deserialize)]
+struct CheckRunListRaw {
+    check_runs: Vec<Value>,
+}
+
+fn validate_fields(f: &CheckRunFields) -> Result<(), GithubError> {
+    let bad = |m: String| Err(GithubError::fatal(format!("check run not sent: {m}")));
+    if f.status == CheckStatus::Completed && f.conclusion.is_none() {
+        return bad("a completed check run needs a conclusion".into());
+    }
+    if f.actions.len() > 3 {
+        return bad(format!("{} actions (GitHub takes at most 3)", f.actions.len()));
+    }
+    for a in &f.actions {
+        if a.label.chars().count() > 20 || a.identifier.chars().count() > 20 || a.description.chars().count() > 40 {
+            return bad(format!(
+                "action {:?} is over GitHub's length limits (20/20/40)",
+                a.identifier
+            ));
+        }
+    }
+    if let Some(o) = &f.output {
+        for (field, s) in [("summary", Some(&o.summary)), ("text", o.text.as_ref())] {
+            if s.is_some_and(|s| s.chars().count() > OUTPUT_MAX_CHARS) {
+                return bad(format!("output.{field} is over {OUTPUT_MAX_CHARS} characters"));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn annotation_batches(f: &CheckRunFields) -> Vec<&[Annotation]> {
+    let anns = f.output.as_ref().map(|o| o.annotations.as_slice()).unwrap_or(&[]);
+    let mut v: Vec<&[Annotation]> = anns.chunks(ANNOTATIONS_PER_REQUEST).collect();
+    if v.is_empty() {
+        v.push(&[]);
+    }
+    v
+}
+
+fn check_body(head_sha: Option<&CommitSha>, f: &CheckRunFields, annotations: &[Annotation]) -> Value {
+    let completed = f.status == CheckStatus::Completed;
+    let body = CheckRunBody {
+        head_sha: head_sha.map(|s| s.as_str()),
+        name: &f.name,
+        external_id: &f.external_id,
+        status: Some(f.status),
+        conclusion: if completed { f.conclusion } else { None },
+        details_url: f.details_url.as_deref(),
+        completed_at: completed.then(|| chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+        output: f.output.as_ref().map(|o| OutputBody {
+            title: &o.title,
+            summary: &o.summary,
+            text: o.text.as_deref(),
+            annotations,
+        }),
+        actions: &f.actions,
+    };
+    serde_json::to_value(body).expect("check run body serializes")
+}
+
+async fn read_body(what: &str, resp: Response, limit: usize) -> Result<bytes::Bytes, GithubError> {
+    axum::body::to_bytes(resp.into_body(), limit)
+        .await
+        .map_err(|e| GithubError::Retryable {
+            retry_after: None,
+            message: format!("{what}: reading the answer: {e}"),
+        })
+}
+
+async fn stream_to_file(what: &str, resp: Response, path: &Path, cap: u64) -> Result<(), GithubError> {
+    use std::io::Write;
+    let mut file = std::fs::File::create(path).map_err(ArtifactError::from)?;
+    let mut stream = resp.into_body().into_data_stream();
+    let mut total: u64 = 0;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| GithubError::Retryable {
+            retry_after: None,
+            message: format!("{what}: {e}"),
+        })?;
+        total += chunk.len() as u64;
+        if total > cap {
+            return Err(ArtifactError::DownloadTooLarge { limit: cap }.into());
+        }
+        file.write_all(&chunk).map_err(ArtifactError::from)?;
+    }
+    file.sync_all().map_err(ArtifactError::from)?;
+    Ok(())
+}
+
+/// Percent-encode a repository path for the URL, keeping `/` between segments.
+fn encode_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for b in path.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Standard base64 as GitHub sends it (with line breaks).
+fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(s.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in s.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            b'=' | b'\n' | b'\r' | b' ' => continue,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_and_paths() {
+        assert_eq!(base64_decode("aGVs\nbG8=\n").unwrap(), b"hello");
+        assert_eq!(base64_decode("").unwrap(), b"");
+        assert!(base64_decode("a*b").is_none());
+        assert_eq!(encode_path(".github/flake gate.yml"), ".github/flake%20gate.yml");
+    }
+}

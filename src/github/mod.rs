@@ -1,0 +1,19 @@
+//! GitHub client for the App: installation auth, pull requests and diffs, contents at a sha,
+//! evidence artifacts (streamed, capped, safely extracted), check runs and the sticky comment.
+//!
+//! Every call goes through octocrab's raw `_get/_post/_patch` with *relative* paths, so the
+//! configured base URL (`FLAKEGATE_GITHUB_API_URL`) and installation authentication apply to
+//! every request, including pagination (octocrab's `all_pages` follows absolute `Link` URLs and
+//! drops authentication for any host but api.github.com).
+
+pub mod artifact;
+pub mod auth;
+pub mod client;
+pub mod error;
+pub mod types;
+
+pub use artifact::{extract_zip, ArtifactError, ArtifactLimits};
+pub use auth::AppCredentials;
+pub use client::{GithubApp, InstallationClient, DEFAULT_API_URL};
+pub use error::GithubError;
+pub use types::*;

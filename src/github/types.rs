@@ -1,0 +1,244 @@
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// `owner/name` of a repository.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RepoName {
+    pub owner: String,
+    pub name: String,
+}
+
+impl RepoName {
+    pub fn new(owner: impl Into<String>, name: impl Into<String>) -> Self {
+        RepoName {
+            owner: owner.into(),
+            name: name.into(),
+        }
+    }
+
+    /// Parse `owner/name` (as in a payload's `repository.full_name`).
+    pub fn parse(full_name: &str) -> Option<Self> {
+        let (owner, name) = full_name.split_once('/')?;
+        let ok = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+        (ok(owner) && ok(name) && name != "." && name != "..").then(|| RepoName::new(owner, name))
+    }
+
+    pub(crate) fn api_path(&self) -> String {
+        format!("/repos/{}/{}", self.owner, self.name)
+    }
+}
+
+impl fmt::Display for RepoName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.owner, self.name)
+    }
+}
+
+/// A full 40-hex (or 64-hex) commit sha.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct CommitSha(pub String);
+
+impl CommitSha {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for CommitSha {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for CommitSha {
+    fn from(s: &str) -> Self {
+        CommitSha(s.to_owned())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct PullNumber(pub u64);
+
+impl fmt::Display for PullNumber {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct InstallationId(pub u64);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct AppId(pub u64);
+
+/// One side (`head` or `base`) of a pull request.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PullRef {
+    pub sha: CommitSha,
+    #[serde(rename = "ref")]
+    pub ref_name: String,
+    /// `None` when the fork was deleted.
+    #[serde(default)]
+    pub repo: Option<PullRepo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PullRepo {
+    pub full_name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct User {
+    pub login: String,
+    #[serde(rename = "type", default)]
+    pub kind: Option<String>,
+}
+
+/// The fields of a pull request the worker uses.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PullRequest {
+    pub number: PullNumber,
+    pub state: String,
+    #[serde(default)]
+    pub draft: Option<bool>,
+    pub head: PullRef,
+    pub base: PullRef,
+    #[serde(default)]
+    pub user: Option<User>,
+    #[serde(default)]
+    pub html_url: Option<String>,
+}
+
+/// The pull request's patch: GitHub's unified diff, or (when GitHub refuses the diff as too
+/// large) the files listing as one JSON array for `flakegate::gate::diff::parse_github_files`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PatchSource {
+    Diff(String),
+    Files(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Artifact {
+    pub id: u64,
+    pub name: String,
+    pub size_in_bytes: u64,
+    #[serde(default)]
+    pub expired: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckStatus {
+    Queued,
+    InProgress,
+    Completed,
+}
+
+/// The conclusions flakegate sets (INCONCLUSIVE and FAIL are both `failure`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Conclusion {
+    Success,
+    Neutral,
+    Failure,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnnotationLevel {
+    Notice,
+    Warning,
+    Failure,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Annotation {
+    pub path: String,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub annotation_level: AnnotationLevel,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw_details: Option<String>,
+}
+
+/// A check-run button (at most 3; label and identifier ≤ 20 chars, description ≤ 40).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckAction {
+    pub label: String,
+    pub description: String,
+    pub identifier: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CheckOutput {
+    pub title: String,
+    /// At most 65535 characters.
+    pub summary: String,
+    /// At most 65535 characters.
+    pub text: Option<String>,
+    /// Any number: sent 50 per request.
+    pub annotations: Vec<Annotation>,
+}
+
+/// What to set on a check run, for create and update alike.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckRunFields {
+    pub name: String,
+    pub external_id: String,
+    pub status: CheckStatus,
+    /// Required when `status` is `Completed`.
+    pub conclusion: Option<Conclusion>,
+    pub details_url: Option<String>,
+    pub output: Option<CheckOutput>,
+    pub actions: Vec<CheckAction>,
+}
+
+impl CheckRunFields {
+    pub fn new(external_id: impl Into<String>, status: CheckStatus) -> Self {
+        CheckRunFields {
+            name: crate::github::client::CHECK_NAME.to_owned(),
+            external_id: external_id.into(),
+            status,
+            conclusion: None,
+            details_url: None,
+            output: None,
+            actions: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct CheckRun {
+    pub id: u64,
+    pub name: String,
+    pub head_sha: CommitSha,
+    #[serde(default)]
+    pub external_id: Option<String>,
+    pub status: String,
+    #[serde(default)]
+    pub conclusion: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct AppRef {
+    pub id: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Comment {
+    pub id: u64,
+    #[serde(default)]
+    pub body: Option<String>,
+    #[serde(default)]
+    pub user: Option<User>,
+    #[serde(default)]
+    pub performed_via_github_app: Option<AppRef>,
+}

@@ -1,0 +1,66 @@
+//! Schema migrations, applied in order at open and recorded in `schema_migrations`.
+//! Never edit a released migration; append a new one.
+
+/// SQLite: times are unix milliseconds.
+pub const SQLITE: &[&str] = &[r#"
+CREATE TABLE jobs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    delivery_id TEXT NOT NULL UNIQUE,
+    event TEXT NOT NULL,
+    action TEXT,
+    repo TEXT,
+    pr INTEGER,
+    head_sha TEXT,
+    payload TEXT NOT NULL,
+    state TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at INTEGER NOT NULL,
+    lease_owner TEXT,
+    lease_until INTEGER,
+    last_error TEXT,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX jobs_due ON jobs (state, next_attempt_at);
+CREATE INDEX jobs_pr ON jobs (repo, pr);
+CREATE TABLE pr_heads (repo TEXT NOT NULL, pr INTEGER NOT NULL, head_sha TEXT NOT NULL, PRIMARY KEY (repo, pr));
+CREATE TABLE check_runs (
+    repo TEXT NOT NULL, head_sha TEXT NOT NULL, check_run_id INTEGER NOT NULL, PRIMARY KEY (repo, head_sha)
+);
+CREATE TABLE comments (
+    repo TEXT NOT NULL, pr INTEGER NOT NULL, comment_id INTEGER NOT NULL, body_sha256 TEXT NOT NULL,
+    PRIMARY KEY (repo, pr)
+);
+"#];
+
+/// PostgreSQL: the same tables and types as SQLite, so both decode into the same rows.
+pub const POSTGRES: &[&str] = &[r#"
+CREATE TABLE jobs (
+    id BIGSERIAL PRIMARY KEY,
+    delivery_id TEXT NOT NULL UNIQUE,
+    event TEXT NOT NULL,
+    action TEXT,
+    repo TEXT,
+    pr BIGINT,
+    head_sha TEXT,
+    payload TEXT NOT NULL,
+    state TEXT NOT NULL,
+    attempts BIGINT NOT NULL DEFAULT 0,
+    next_attempt_at BIGINT NOT NULL,
+    lease_owner TEXT,
+    lease_until BIGINT,
+    last_error TEXT,
+    created_at BIGINT NOT NULL
+);
+CREATE INDEX jobs_due ON jobs (state, next_attempt_at);
+CREATE INDEX jobs_pr ON jobs (repo, pr);
+CREATE TABLE pr_heads (repo TEXT NOT NULL, pr BIGINT NOT NULL, head_sha TEXT NOT NULL, PRIMARY KEY (repo, pr));
+CREATE TABLE check_runs (
+    repo TEXT NOT NULL, head_sha TEXT NOT NULL, check_run_id BIGINT NOT NULL, PRIMARY KEY (repo, head_sha)
+);
+CREATE TABLE comments (
+    repo TEXT NOT NULL, pr BIGINT NOT NULL, comment_id BIGINT NOT NULL, body_sha256 TEXT NOT NULL,
+    PRIMARY KEY (repo, pr)
+);
+"#];
+
+pub const CREATE_VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY)";

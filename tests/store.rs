@@ -1,0 +1,350 @@
+//! The store's contract, run on SQLite (a temp file) and on a real PostgreSQL
+//! (`FLAKEGATE_TEST_POSTGRES`, default `postgres://postgres@127.0.0.1:5432/test`).
+//! The PostgreSQL cases fail, never skip, when the server is missing. Each PostgreSQL case
+//! works in a schema of its own so cases run in parallel.
+
+use chrono::{DateTime, Duration as Span, TimeZone as _, Utc};
+use flakegate::store::{
+    CommentState, Failed, JobState, NewDelivery, PgStore, Recorded, RetryPolicy, SqliteStore, Store,
+};
+use sqlx::postgres::PgConnectOptions;
+use sqlx::Connection as _;
+use std::str::FromStr as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+const LEASE: Duration = Duration::from_secs(60);
+
+fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap()
+}
+
+fn policy() -> RetryPolicy {
+    RetryPolicy {
+        max_attempts: 3,
+        base: Duration::from_secs(10),
+        cap: Duration::from_secs(3600),
+    }
+}
+
+fn delivery(id: &str, pr: u64, sha: &str) -> NewDelivery {
+    NewDelivery {
+        delivery_id: id.to_owned(),
+        event: "pull_request".to_owned(),
+        action: Some("synchronize".to_owned()),
+        repo: Some("octo/repo".to_owned()),
+        pr: Some(pr),
+        head_sha: Some(sha.to_owned()),
+        payload: r#"{"action":"synchronize"}"#.to_owned(),
+    }
+}
+
+/// A fresh database for one case; `reopen` gives a second handle on the same data.
+struct Db {
+    url: String,
+    pg_schema: Option<String>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Db {
+    async fn sqlite() -> Db {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("flakegate.db").display());
+        Db {
+            url,
+            pg_schema: None,
+            _dir: Some(dir),
+        }
+    }
+
+    async fn postgres(case: &str) -> Db {
+        let url = std::env::var("FLAKEGATE_TEST_POSTGRES")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+        let schema = format!("t_{case}_{}", std::process::id());
+        let mut conn = sqlx::PgConnection::connect(&url).await.unwrap_or_else(|e| {
+            panic!(
+                "PostgreSQL is required for the store contract tests and is not reachable at {url}: {e}. \
+                 Start it (see .ci/run) or set FLAKEGATE_TEST_POSTGRES."
+            )
+        });
+        sqlx::raw_sql(&format!(
+            "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
+        ))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        Db {
+            url,
+            pg_schema: Some(schema),
+            _dir: None,
+        }
+    }
+
+    async fn open(&self) -> Store {
+        match &self.pg_schema {
+            None => Store::Sqlite(SqliteStore::open(&self.url, policy()).await.unwrap()),
+            Some(schema) => {
+                let options = PgConnectOptions::from_str(&self.url)
+                    .unwrap()
+                    .options([("search_path", schema.as_str())]);
+                Store::Postgres(PgStore::open_with(options, policy()).await.unwrap())
+            }
+        }
+    }
+
+    async fn cleanup(self) {
+        if let Some(schema) = &self.pg_schema {
+            let mut conn = sqlx::PgConnection::connect(&self.url).await.unwrap();
+            sqlx::raw_sql(&format!("DROP SCHEMA {schema} CASCADE"))
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+    }
+}
+
+async fn dedupe(db: &Db) {
+    let s = db.open().await;
+    let first = s.record_delivery(&delivery("d1", 1, "a"), t0()).await.unwrap();
+    assert!(matches!(first, Recorded::Inserted(_)));
+    assert_eq!(
+        s.record_delivery(&delivery("d1", 1, "a"), t0()).await.unwrap(),
+        Recorded::Duplicate
+    );
+    let jobs = s.jobs().await.unwrap();
+    assert_eq!(jobs.len(), 1);
+    let job = &jobs[0];
+    assert_eq!(job.delivery_id, "d1");
+    assert_eq!(job.event, "pull_request");
+    assert_eq!(job.action.as_deref(), Some("synchronize"));
+    assert_eq!(
+        (job.repo.as_deref(), job.pr, job.head_sha.as_deref()),
+        (Some("octo/repo"), Some(1), Some("a"))
+    );
+    assert_eq!(job.state, JobState::Queued);
+    assert_eq!(job.next_attempt_at, t0());
+}
+
+async fn claim_once_under_concurrency(db: &Db) {
+    let s = Arc::new(db.open().await);
+    for i in 0..5 {
+        s.record_delivery(&delivery(&format!("d{i}"), i, "a"), t0())
+            .await
+            .unwrap();
+    }
+    // Eight workers race for five jobs: every job goes to exactly one of them.
+    let tasks: Vec<_> = (0..8)
+        .map(|w| {
+            let s = s.clone();
+            tokio::spawn(async move { s.claim(&format!("w{w}"), t0(), LEASE).await.unwrap() })
+        })
+        .collect();
+    let mut claimed = Vec::new();
+    for t in tasks {
+        claimed.extend(t.await.unwrap());
+    }
+    let mut ids: Vec<_> = claimed.iter().map(|j| j.id).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 5, "{claimed:?}");
+    assert_eq!(claimed.len(), 5, "a job was claimed twice: {claimed:?}");
+    assert!(claimed
+        .iter()
+        .all(|j| j.state == JobState::Running && j.lease_owner.is_some()));
+    assert_eq!(s.claim("late", t0(), LEASE).await.unwrap(), None);
+}
+
+async fn lease_expiry(db: &Db) {
+    let s = db.open().await;
+    s.record_delivery(&delivery("d1", 1, "a"), t0()).await.unwrap();
+    let job = s.claim("w1", t0(), LEASE).await.unwrap().unwrap();
+    assert_eq!(job.attempts, 0);
+    let before = t0() + Span::seconds(59);
+    assert_eq!(s.claim("w2", before, LEASE).await.unwrap(), None, "lease still held");
+    let after = t0() + Span::seconds(60);
+    let again = s
+        .claim("w2", after, LEASE)
+        .await
+        .unwrap()
+        .expect("expired lease is claimable");
+    assert_eq!(again.id, job.id);
+    assert_eq!(again.lease_owner.as_deref(), Some("w2"));
+    assert_eq!(again.attempts, 1, "a lost lease counts as an attempt");
+    s.complete(again.id).await.unwrap();
+    assert_eq!(s.job(job.id).await.unwrap().unwrap().state, JobState::Done);
+    assert_eq!(s.claim("w3", after + Span::hours(1), LEASE).await.unwrap(), None);
+}
+
+async fn backoff_and_dead_letter(db: &Db) {
+    let s = db.open().await;
+    s.record_delivery(&delivery("d1", 1, "a"), t0()).await.unwrap();
+    let job = s.claim("w", t0(), LEASE).await.unwrap().unwrap();
+
+    // Attempt 1 fails: retried after 10 s, not before.
+    let retry1 = t0() + Span::seconds(10);
+    assert_eq!(
+        s.fail(job.id, "502 from GitHub", t0()).await.unwrap(),
+        Failed::Retry { at: retry1 }
+    );
+    let row = s.job(job.id).await.unwrap().unwrap();
+    assert_eq!((row.state, row.attempts), (JobState::Queued, 1));
+    assert_eq!(row.last_error.as_deref(), Some("502 from GitHub"));
+    assert_eq!(s.claim("w", retry1 - Span::milliseconds(1), LEASE).await.unwrap(), None);
+    let job = s.claim("w", retry1, LEASE).await.unwrap().unwrap();
+
+    // Attempt 2: the delay doubles.
+    let retry2 = retry1 + Span::seconds(20);
+    assert_eq!(
+        s.fail(job.id, "timeout", retry1).await.unwrap(),
+        Failed::Retry { at: retry2 }
+    );
+    let job = s.claim("w", retry2, LEASE).await.unwrap().unwrap();
+
+    // Attempt 3 of 3: dead, never claimed again.
+    assert_eq!(s.fail(job.id, "still failing", retry2).await.unwrap(), Failed::Dead);
+    let row = s.job(job.id).await.unwrap().unwrap();
+    assert_eq!((row.state, row.attempts), (JobState::Dead, 3));
+    assert_eq!(s.claim("w", retry2 + Span::days(1), LEASE).await.unwrap(), None);
+}
+
+async fn release(db: &Db) {
+    let s = db.open().await;
+    s.record_delivery(&delivery("d1", 1, "a"), t0()).await.unwrap();
+    let job = s.claim("w1", t0(), LEASE).await.unwrap().unwrap();
+    s.release(job.id).await.unwrap();
+    let row = s.job(job.id).await.unwrap().unwrap();
+    assert_eq!((row.state, row.attempts, row.lease_owner), (JobState::Queued, 0, None));
+    let again = s
+        .claim("w2", t0(), LEASE)
+        .await
+        .unwrap()
+        .expect("released job is claimable at once");
+    assert_eq!((again.id, again.attempts), (job.id, 0));
+}
+
+async fn supersede(db: &Db) {
+    let s = db.open().await;
+    s.record_delivery(&delivery("old", 7, "aaa"), t0()).await.unwrap();
+    s.record_delivery(&delivery("other-pr", 8, "aaa"), t0()).await.unwrap();
+    s.record_delivery(&delivery("new", 7, "bbb"), t0()).await.unwrap();
+    assert_eq!(s.current_head("octo/repo", 7).await.unwrap(), None);
+    assert_eq!(s.supersede("octo/repo", 7, "bbb").await.unwrap(), 1);
+    assert_eq!(s.current_head("octo/repo", 7).await.unwrap().as_deref(), Some("bbb"));
+    let states: Vec<_> = s
+        .jobs()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|j| (j.delivery_id, j.state))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("old".to_owned(), JobState::Superseded),
+            ("other-pr".to_owned(), JobState::Queued),
+            ("new".to_owned(), JobState::Queued)
+        ]
+    );
+    let mut claimed = Vec::new();
+    while let Some(j) = s.claim("w", t0(), LEASE).await.unwrap() {
+        claimed.push(j.delivery_id);
+    }
+    claimed.sort();
+    assert_eq!(claimed, ["new", "other-pr"]);
+}
+
+async fn publish_state(db: &Db) {
+    let s = db.open().await;
+    assert_eq!(s.check_run_id("octo/repo", "aaa").await.unwrap(), None);
+    s.set_check_run_id("octo/repo", "aaa", 4_000_000_001).await.unwrap();
+    s.set_check_run_id("octo/repo", "bbb", 2).await.unwrap();
+    s.set_check_run_id("octo/repo", "aaa", 4_000_000_003).await.unwrap();
+    assert_eq!(s.check_run_id("octo/repo", "aaa").await.unwrap(), Some(4_000_000_003));
+    assert_eq!(s.check_run_id("octo/repo", "bbb").await.unwrap(), Some(2));
+    assert_eq!(s.check_run_id("octo/other", "aaa").await.unwrap(), None);
+
+    assert_eq!(s.comment("octo/repo", 7).await.unwrap(), None);
+    let c = CommentState {
+        comment_id: 99,
+        body_sha256: "ab".repeat(32),
+    };
+    s.set_comment("octo/repo", 7, &c).await.unwrap();
+    assert_eq!(s.comment("octo/repo", 7).await.unwrap(), Some(c.clone()));
+    let edited = CommentState {
+        body_sha256: "cd".repeat(32),
+        ..c
+    };
+    s.set_comment("octo/repo", 7, &edited).await.unwrap();
+    assert_eq!(s.comment("octo/repo", 7).await.unwrap(), Some(edited));
+    assert_eq!(s.comment("octo/repo", 8).await.unwrap(), None);
+}
+
+async fn survives_reopen(db: &Db) {
+    let job = {
+        let s = db.open().await;
+        s.record_delivery(&delivery("d1", 1, "a"), t0()).await.unwrap();
+        s.set_check_run_id("octo/repo", "a", 5).await.unwrap();
+        s.claim("crashed", t0(), LEASE).await.unwrap().unwrap()
+    };
+    // A second open runs the migrations again (a no-op) and sees everything.
+    let s = db.open().await;
+    assert_eq!(
+        s.record_delivery(&delivery("d1", 1, "a"), t0()).await.unwrap(),
+        Recorded::Duplicate
+    );
+    assert_eq!(s.check_run_id("octo/repo", "a").await.unwrap(), Some(5));
+    let again = s
+        .claim("restarted", t0() + Span::seconds(61), LEASE)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.id, job.id);
+}
+
+macro_rules! contract {
+    ($($case:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    let db = super::Db::sqlite().await;
+                    super::$case(&db).await;
+                    db.cleanup().await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    let db = super::Db::postgres(stringify!($case)).await;
+                    super::$case(&db).await;
+                    db.cleanup().await;
+                }
+            )*
+        }
+    };
+}
+
+contract!(
+    dedupe,
+    claim_once_under_concurrency,
+    lease_expiry,
+    backoff_and_dead_letter,
+    release,
+    supersede,
+    publish_state,
+    survives_reopen,
+);
+
+#[tokio::test]
+async fn open_picks_backend_by_scheme() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("x.db").display());
+    assert!(matches!(
+        Store::open(&url, RetryPolicy::default()).await.unwrap(),
+        Store::Sqlite(_)
+    ));
+    let err = Store::open("mysql://x", RetryPolicy::default()).await.unwrap_err();
+    assert!(err.to_string().contains("DATABASE_URL"), "{err}");
+}

@@ -1,0 +1,273 @@
+//! `POST /webhook` through the real router on 127.0.0.1:0, with real payloads from
+//! `../shared/github/webhooks/` signed like GitHub signs them, and a real SQLite store.
+
+use flakegate::server::signature::sign;
+use flakegate::server::{router, AppState};
+use flakegate::store::{JobState, RetryPolicy, Store};
+use secrecy::SecretString;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+const SECRET: &str = "test-webhook-secret";
+const ROTATED: &str = "test-webhook-secret-next";
+
+fn payload(name: &str) -> Vec<u8> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/github/webhooks");
+    let path = dir.join(format!("{name}.json"));
+    std::fs::read(&path).unwrap_or_else(|e| {
+        panic!(
+            "webhook payload {} is missing ({e}): these tests read the shared GitHub samples from \
+             ../shared/github/webhooks/ beside the checkout",
+            path.display()
+        )
+    })
+}
+
+struct App {
+    base: String,
+    store: Arc<Store>,
+    http: reqwest::Client,
+    _dir: tempfile::TempDir,
+}
+
+impl App {
+    async fn start() -> App {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("flakegate.db").display());
+        let store = Arc::new(Store::open(&url, RetryPolicy::default()).await.unwrap());
+        let state = AppState::new(
+            store.clone(),
+            vec![SecretString::from(SECRET), SecretString::from(ROTATED)],
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, router(state)).await.unwrap() });
+        App {
+            base,
+            store,
+            http: reqwest::Client::new(),
+            _dir: dir,
+        }
+    }
+
+    async fn post(&self, event: &str, delivery: &str, body: Vec<u8>, signature: Option<String>) -> (u16, String) {
+        let mut req = self
+            .http
+            .post(format!("{}/webhook", self.base))
+            .header("content-type", "application/json")
+            .header("x-github-event", event)
+            .header("x-github-delivery", delivery);
+        if let Some(sig) = signature {
+            req = req.header("x-hub-signature-256", sig);
+        }
+        let resp = req.body(body).send().await.unwrap();
+        (resp.status().as_u16(), resp.text().await.unwrap())
+    }
+
+    /// Sends the sample `<event>.<action>` signed with the primary secret.
+    async fn deliver(&self, sample: &str, delivery: &str) -> (u16, String) {
+        let event = sample.split('.').next().unwrap();
+        let body = payload(sample);
+        let sig = sign(SECRET.as_bytes(), &body);
+        self.post(event, delivery, body, Some(sig)).await
+    }
+
+    async fn get(&self, path: &str) -> (u16, String) {
+        let resp = self.http.get(format!("{}{path}", self.base)).send().await.unwrap();
+        (resp.status().as_u16(), resp.text().await.unwrap())
+    }
+}
+
+#[tokio::test]
+async fn accepted_events_become_one_job_each() {
+    let app = App::start().await;
+    let cases = [
+        ("pull_request.opened", "pull_request", "opened"),
+        ("pull_request.synchronize", "pull_request", "synchronize"),
+        ("pull_request.reopened", "pull_request", "reopened"),
+        ("pull_request.ready_for_review", "pull_request", "ready_for_review"),
+        ("workflow_run.completed", "workflow_run", "completed"),
+        ("check_run.rerequested", "check_run", "rerequested"),
+        ("check_run.requested_action", "check_run", "requested_action"),
+        ("check_suite.rerequested", "check_suite", "rerequested"),
+    ];
+    for (i, (sample, _, _)) in cases.iter().enumerate() {
+        assert_eq!(app.deliver(sample, &format!("delivery-{i}")).await.0, 202, "{sample}");
+    }
+    let jobs = app.store.jobs().await.unwrap();
+    assert_eq!(jobs.len(), cases.len());
+    for (i, (job, (sample, event, action))) in jobs.iter().zip(cases).enumerate() {
+        assert_eq!(job.delivery_id, format!("delivery-{i}"));
+        assert_eq!(
+            (job.event.as_str(), job.action.as_deref()),
+            (event, Some(action)),
+            "{sample}"
+        );
+        assert!(job.repo.is_some() && job.head_sha.is_some(), "{sample}: {job:?}");
+        assert_eq!(job.payload.as_bytes(), payload(sample), "the raw body is stored");
+    }
+    let opened = &jobs[0];
+    assert_eq!(opened.repo.as_deref(), Some("Codertocat/Hello-World"));
+    assert_eq!(opened.pr, Some(2));
+}
+
+#[tokio::test]
+async fn redelivery_makes_no_second_job() {
+    let app = App::start().await;
+    assert_eq!(app.deliver("workflow_run.completed", "same-id").await.0, 202);
+    assert_eq!(
+        app.deliver("workflow_run.completed", "same-id").await,
+        (200, "duplicate".to_owned())
+    );
+    assert_eq!(app.store.jobs().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn new_head_supersedes_queued_jobs_of_older_heads() {
+    let app = App::start().await;
+    // workflow_run.completed.with-pull-requests names a pull request; make a newer push to it.
+    let wr = payload("workflow_run.completed.with-pull-requests");
+    let v: serde_json::Value = serde_json::from_slice(&wr).unwrap();
+    let repo = v["repository"]["full_name"].as_str().unwrap().to_owned();
+    let pr = v["workflow_run"]["pull_requests"][0]["number"].as_u64().unwrap();
+    let sig = sign(SECRET.as_bytes(), &wr);
+    assert_eq!(app.post("workflow_run", "old-run", wr, Some(sig)).await.0, 202);
+
+    let mut sync: serde_json::Value = serde_json::from_slice(&payload("pull_request.synchronize")).unwrap();
+    sync["repository"]["full_name"] = repo.clone().into();
+    sync["number"] = pr.into();
+    sync["pull_request"]["number"] = pr.into();
+    sync["pull_request"]["head"]["sha"] = "ffffffffffffffffffffffffffffffffffffffff".into();
+    let body = serde_json::to_vec(&sync).unwrap();
+    let sig = sign(SECRET.as_bytes(), &body);
+    assert_eq!(app.post("pull_request", "push", body, Some(sig)).await.0, 202);
+
+    let states: Vec<_> = app
+        .store
+        .jobs()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|j| (j.delivery_id, j.state))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("old-run".to_owned(), JobState::Superseded),
+            ("push".to_owned(), JobState::Queued)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn bad_signatures_are_401_and_make_no_job() {
+    let app = App::start().await;
+    let body = payload("pull_request.opened");
+    let cases = [
+        None,
+        Some("sha256=".to_owned()),
+        Some(sign(b"wrong secret", &body)),
+        Some(sign(SECRET.as_bytes(), b"another body")),
+        Some(sign(SECRET.as_bytes(), &body).replace("sha256=", "sha1=")),
+    ];
+    for (i, sig) in cases.into_iter().enumerate() {
+        let (status, _) = app
+            .post("pull_request", &format!("forged-{i}"), body.clone(), sig.clone())
+            .await;
+        assert_eq!(status, 401, "{sig:?}");
+    }
+    assert!(app.store.jobs().await.unwrap().is_empty());
+    let (_, metrics) = app.get("/metrics").await;
+    assert!(
+        metrics.contains("flakegate_webhook_deliveries_total{outcome=\"rejected\"} 5"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn rotated_secret_is_accepted() {
+    let app = App::start().await;
+    let body = payload("pull_request.opened");
+    let sig = sign(ROTATED.as_bytes(), &body);
+    assert_eq!(app.post("pull_request", "rotated", body, Some(sig)).await.0, 202);
+    assert_eq!(app.store.jobs().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn oversized_body_is_413() {
+    let app = App::start().await;
+    let body = vec![b' '; 26 * 1024 * 1024];
+    let sig = sign(SECRET.as_bytes(), &body);
+    assert_eq!(app.post("pull_request", "huge", body, Some(sig)).await.0, 413);
+    assert!(app.store.jobs().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn other_events_and_actions_are_ignored() {
+    let app = App::start().await;
+    for sample in [
+        "push",
+        "pull_request.closed",
+        "pull_request.edited.derived",
+        "workflow_run.requested",
+        "check_run.completed",
+        "check_suite.requested",
+        "installation.created",
+    ] {
+        assert_eq!(
+            app.deliver(sample, sample).await,
+            (200, "ignored".to_owned()),
+            "{sample}"
+        );
+    }
+    assert_eq!(app.deliver("ping", "ping-1").await.0, 200);
+    assert_eq!(app.deliver("ping.with-app_id", "ping-2").await.0, 200);
+    assert!(app.store.jobs().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn healthz_and_metrics() {
+    let app = App::start().await;
+    assert_eq!(app.get("/healthz").await, (200, "ok".to_owned()));
+    app.deliver("pull_request.opened", "a").await;
+    app.deliver("pull_request.opened", "a").await;
+    app.deliver("push", "b").await;
+    let (status, metrics) = app.get("/metrics").await;
+    assert_eq!(status, 200);
+    for line in [
+        "# TYPE flakegate_webhook_deliveries_total counter",
+        "flakegate_webhook_deliveries_total{outcome=\"accepted\"} 1",
+        "flakegate_webhook_deliveries_total{outcome=\"duplicate\"} 1",
+        "flakegate_webhook_deliveries_total{outcome=\"ignored\"} 1",
+        "flakegate_webhook_deliveries_total{outcome=\"rejected\"} 0",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} missing from\n{metrics}");
+    }
+}
+
+#[tokio::test]
+async fn serve_on_runs_the_worker_and_stops_both_on_shutdown() {
+    use flakegate::server::{serve_on, Shutdown, Worker};
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("flakegate.db").display());
+    let store = Arc::new(Store::open(&url, RetryPolicy::default()).await.unwrap());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+    let worker: Worker = Box::new(move |store: Arc<Store>, shutdown: Shutdown| {
+        Box::pin(async move {
+            store.ping().await?;
+            started_tx.send(()).unwrap();
+            shutdown.triggered().await;
+            Ok(())
+        })
+    });
+    let (trigger, shutdown) = Shutdown::channel();
+    let state = AppState::new(store, vec![SecretString::from(SECRET)]);
+    let server = tokio::spawn(serve_on(listener, state, Some(worker), shutdown));
+    started_rx.await.unwrap();
+    let resp = reqwest::get(format!("{base}/healthz")).await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    trigger.send(true).unwrap();
+    server.await.unwrap().unwrap();
+}
