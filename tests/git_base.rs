@@ -121,6 +121,9 @@ fn a_patch_cannot_unfreeze_or_reconfigure_through_its_own_tree() {
     std::fs::write(repo.join(".github/flake-ledger.json"), "garbage").unwrap();
     let v = check(repo, &base, "frozen_only");
     assert_eq!(v["verdict"], "INCONCLUSIVE", "{:#}", v["reasons"]);
+    // Changing flakegate's own config is itself a reason not to trust the evidence.
+    assert_eq!(codes(&v)[0], "evidence_config_changed", "{:#}", v["reasons"]);
+    assert!(codes(&v).contains(&"frozen_only"));
     assert_eq!(
         v["witnesses"]["unstable"][0],
         "tests/test_refunds.py::test_gateway_retry"

@@ -86,6 +86,9 @@ pub struct Policy {
     pub expiry_warning_days: u32,
 }
 
+/// Where the repository configuration lives (read at the base commit).
+pub const CONFIG_PATH: &str = ".github/flakegate.yml";
+
 pub const DEFAULT_NO_EVIDENCE_PATHS: &[&str] = &["**/*.md", "**/*.rst", "**/*.txt", "docs/**", "LICENSE*"];
 
 impl Default for Policy {

@@ -12,6 +12,7 @@ pub mod nodeid;
 pub mod probe;
 pub mod report;
 pub mod results;
+pub mod trust;
 pub mod verdict;
 
 pub use config::Policy;
@@ -30,9 +31,7 @@ pub use verdict::{evaluate, Evidence, GateInput, Meta};
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Location {
     pub file: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub column: Option<usize>,
 }
 

@@ -49,6 +49,8 @@ impl std::fmt::Display for Verdict {
 pub enum ReasonCode {
     /// Row 1: evidence missing, unreadable or not about this patch.
     MissingEvidence,
+    /// Row 1 (Trust): the patch changes what produced or shaped the evidence.
+    EvidenceConfigChanged,
     /// Row 2: the ledger is invalid.
     InvalidLedger,
     /// Row 3: a stable test failed on head.
@@ -79,9 +81,13 @@ impl ReasonCode {
     pub fn verdict(self) -> Verdict {
         use ReasonCode::*;
         match self {
-            MissingEvidence | InvalidLedger | Expired | Uncovered | FrozenOnly | BlindLinesStrict => {
-                Verdict::Inconclusive
-            }
+            MissingEvidence
+            | EvidenceConfigChanged
+            | InvalidLedger
+            | Expired
+            | Uncovered
+            | FrozenOnly
+            | BlindLinesStrict => Verdict::Inconclusive,
             Failed => Verdict::Fail,
             SomeFrozen | BlindLines | PhaseOnlyWitness | NoResults => Verdict::PassWithCaveat,
             NoExecutableChange | AllStable => Verdict::Pass,
@@ -92,6 +98,7 @@ impl ReasonCode {
         use ReasonCode::*;
         match self {
             MissingEvidence => "missing_evidence",
+            EvidenceConfigChanged => "evidence_config_changed",
             InvalidLedger => "invalid_ledger",
             Failed => "failed",
             Expired => "expired",

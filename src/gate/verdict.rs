@@ -107,6 +107,12 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
         }
     }
 
+    // Row 1, Trust: evidence shaped by configuration this patch changes.
+    reasons.extend(crate::gate::trust::evidence_config_changes(
+        input.patch,
+        crate::gate::config::CONFIG_PATH,
+    ));
+
     // Row 2: the ledger.
     if let Err(errors) = input.ledger {
         for e in errors {
