@@ -6,6 +6,7 @@ pub mod github;
 pub mod ledger_edit;
 pub mod load;
 pub mod probe;
+pub mod publish;
 pub mod render;
 pub mod server;
 pub mod store;

@@ -8,6 +8,7 @@ use std::path::Path;
 
 /// The bundled templates; `--templates DIR` overrides any of them by file name.
 pub const CHECK_SUMMARY: &str = include_str!("../templates/check-summary.md.j2");
+pub const COMMENT: &str = include_str!("../templates/comment.md.j2");
 
 /// GitHub's limit on a check run's `summary` and `text`, in characters.
 pub const GITHUB_TEXT_LIMIT: usize = 65_535;

@@ -1,0 +1,888 @@
+//! What the App publishes for one evaluation, computed without any I/O: the
+//! check run's output (conclusion, title, summary, text with the evidence
+//! record, annotations on blind lines, action buttons) and the body of the one
+//! sticky pull-request comment. The GitHub client only sends these.
+
+use crate::gate::config::{is_handle, CaveatConclusion, Config};
+use crate::gate::report::{FileEvidence, FileReport, LineClass, LineWitness, Report, Verdict, WitnessStatus};
+use crate::gate::verdict::handle_for;
+use crate::render::{self, GITHUB_TEXT_LIMIT};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The hidden marker the sticky comment starts with; the App finds its comment by it.
+pub const COMMENT_MARKER: &str = "<!-- flakegate:comment -->";
+
+/// Longest check-run title we send, in characters.
+pub const TITLE_LIMIT: usize = 200;
+/// GitHub's limits on an action button.
+pub const ACTION_LABEL_LIMIT: usize = 20;
+pub const ACTION_DESCRIPTION_LIMIT: usize = 40;
+pub const ACTION_IDENTIFIER_LIMIT: usize = 20;
+pub const MAX_ACTIONS: usize = 3;
+/// GitHub accepts at most this many annotations per request; the client batches.
+pub const ANNOTATIONS_PER_REQUEST: usize = 50;
+/// Witnesses named in one annotation's message before "and N more".
+const WITNESSES_NAMED: usize = 10;
+
+/// Identifier of the "Re-run evidence" button (`check_run` `requested_action`).
+pub const ACTION_RERUN: &str = "rerun";
+/// Identifier of the "Re-evaluate" button.
+pub const ACTION_REEVALUATE: &str = "reevaluate";
+
+/// The check run's conclusion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Conclusion {
+    Success,
+    Neutral,
+    Failure,
+}
+
+impl Conclusion {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Conclusion::Success => "success",
+            Conclusion::Neutral => "neutral",
+            Conclusion::Failure => "failure",
+        }
+    }
+}
+
+/// An annotation's level, as GitHub spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnnotationLevel {
+    Notice,
+    Warning,
+    Failure,
+}
+
+/// One check-run annotation (GitHub's `output.annotations[]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Annotation {
+    pub path: String,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub annotation_level: AnnotationLevel,
+    pub title: String,
+    pub message: String,
+}
+
+/// One check-run action button (GitHub's `actions[]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Action {
+    pub label: String,
+    pub description: String,
+    pub identifier: String,
+}
+
+/// Everything the check run shows.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckOutput {
+    pub title: String,
+    pub summary: String,
+    pub text: String,
+    pub conclusion: Conclusion,
+    /// Every annotation, most important first; send them in batches of [`ANNOTATIONS_PER_REQUEST`].
+    pub annotations: Vec<Annotation>,
+    pub actions: Vec<Action>,
+}
+
+/// The check run's conclusion for a verdict: INCONCLUSIVE blocks exactly like FAIL.
+pub fn conclusion(verdict: Verdict, config: &Config) -> Conclusion {
+    match verdict {
+        Verdict::Pass => Conclusion::Success,
+        Verdict::PassWithCaveat => match config.policy.caveat_conclusion {
+            CaveatConclusion::Success => Conclusion::Success,
+            CaveatConclusion::Neutral => Conclusion::Neutral,
+            CaveatConclusion::Failure => Conclusion::Failure,
+        },
+        Verdict::Inconclusive | Verdict::Fail => Conclusion::Failure,
+    }
+}
+
+/// Build the check run's output for a report.
+pub fn check_output(report: &Report, config: &Config) -> CheckOutput {
+    let summary = match render::markdown(report, "check-summary.md.j2", None) {
+        Ok(s) => s,
+        // The bundled template always renders; never publish nothing if it does not.
+        Err(e) => format!(
+            "## {} — {}\n\n(the summary template failed to render: {e:#})\n",
+            report.verdict,
+            first_message(report)
+        ),
+    };
+    CheckOutput {
+        title: title(report),
+        summary: render::truncate(&summary, GITHUB_TEXT_LIMIT),
+        text: text(report, GITHUB_TEXT_LIMIT),
+        conclusion: conclusion(report.verdict, config),
+        annotations: annotations(report),
+        actions: actions(),
+    }
+}
+
+fn first_message(report: &Report) -> &str {
+    report.first_reason().map(|r| r.message.as_str()).unwrap_or("")
+}
+
+/// Cut `s` to at most `max` characters, ending with `…` when cut.
+fn cut_chars(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// Title: the verdict and the first reason, at most [`TITLE_LIMIT`] characters.
+pub fn title(report: &Report) -> String {
+    let first = first_message(report);
+    let t = if first.is_empty() {
+        report.verdict.to_string()
+    } else {
+        format!("{}: {first}", report.verdict)
+    };
+    cut_chars(&t, TITLE_LIMIT)
+}
+
+const TEXT_INTRO: &str = "The evidence record (schema in `docs/evidence-record.md`): the same JSON `flakegate check --format json` prints, for an agent to act on.\n\n";
+
+/// The check run's `text`: a short intro and the evidence record in a fenced
+/// JSON block, at most `limit` bytes. When the record does not fit, a compact
+/// record (`verdict` and `reasons`) takes its place, with a note saying so.
+pub fn text(report: &Report, limit: usize) -> String {
+    let full = format!("{TEXT_INTRO}```json\n{}```\n", render::json(report));
+    if full.len() <= limit {
+        return full;
+    }
+    let note = format!(
+        "The full evidence record is {} bytes, more than GitHub allows here; below is a compact record with the verdict and reasons only. Run `flakegate check --format json` on the evidence for all of it.\n\n",
+        render::json(report).len()
+    );
+    let mut reasons: Vec<serde_json::Value> = report
+        .reasons
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "code": r.code.as_str(),
+                "verdict": r.verdict,
+                "message": r.message,
+            })
+        })
+        .collect();
+    let total = reasons.len();
+    loop {
+        let compact = serde_json::json!({
+            "schema_version": report.schema_version,
+            "truncated": true,
+            "verdict": report.verdict,
+            "reasons": reasons,
+            "reasons_omitted": total - reasons.len(),
+            "base_sha": report.base_sha,
+            "head_sha": report.head_sha,
+        });
+        let body = serde_json::to_string_pretty(&compact).expect("JSON values serialise");
+        let out = format!("{note}```json\n{body}\n```\n");
+        if out.len() <= limit || reasons.is_empty() {
+            return out;
+        }
+        reasons.pop();
+    }
+}
+
+/// The buttons on the check run.
+pub fn actions() -> Vec<Action> {
+    vec![
+        Action {
+            label: "Re-run evidence".into(),
+            description: "Re-run the evidence workflow".into(),
+            identifier: ACTION_RERUN.into(),
+        },
+        Action {
+            label: "Re-evaluate".into(),
+            description: "Judge the latest evidence again".into(),
+            identifier: ACTION_REEVALUATE.into(),
+        },
+    ]
+}
+
+fn status_word(s: WitnessStatus) -> &'static str {
+    match s {
+        WitnessStatus::Stable => "stable",
+        WitnessStatus::Frozen => "frozen",
+        WitnessStatus::Unstable => "unstable",
+        WitnessStatus::FailingOnBase => "fails on base",
+    }
+}
+
+/// Sorted `(test, status)` pairs of a line's witnesses.
+type WitnessKey = Vec<(String, WitnessStatus)>;
+
+/// A line's witnesses as sorted `(test, status)` pairs: the merge key.
+fn witness_key(ws: &[LineWitness]) -> WitnessKey {
+    let set: BTreeSet<(String, WitnessStatus)> = ws.iter().map(|w| (w.test.as_str().to_string(), w.status)).collect();
+    set.into_iter().collect()
+}
+
+fn name_witnesses(key: &[(String, WitnessStatus)]) -> String {
+    let mut names: Vec<String> = key
+        .iter()
+        .take(WITNESSES_NAMED)
+        .map(|(t, s)| format!("`{t}` ({})", status_word(*s)))
+        .collect();
+    if key.len() > WITNESSES_NAMED {
+        names.push(format!("and {} more", key.len() - WITNESSES_NAMED));
+    }
+    names.join(", ")
+}
+
+fn span(start: u32, end: u32) -> String {
+    if start == end {
+        format!("line {start}")
+    } else {
+        format!("lines {start}-{end}")
+    }
+}
+
+/// Ranges of consecutive lines of `class` in `f` with the same witnesses.
+fn runs(f: &FileReport, lines: &[u32]) -> Vec<(u32, u32, WitnessKey)> {
+    let by_line: BTreeMap<u32, &[LineWitness]> = f.lines.iter().map(|l| (l.line, l.witnesses.as_slice())).collect();
+    let sorted: BTreeSet<u32> = lines.iter().copied().collect();
+    let mut out: Vec<(u32, u32, WitnessKey)> = Vec::new();
+    for line in sorted {
+        let key = witness_key(by_line.get(&line).copied().unwrap_or(&[]));
+        match out.last_mut() {
+            Some((_, end, k)) if *end + 1 == line && *k == key => *end = line,
+            _ => out.push((line, line, key)),
+        }
+    }
+    out
+}
+
+/// Annotations on the blind lines, most important first: frozen-only lines,
+/// then uncovered, then excluded, then blind files, then attributed blind
+/// deletions; within a class in file order, then by line.
+pub fn annotations(report: &Report) -> Vec<Annotation> {
+    let blocks = report.verdict.blocks();
+    let mut out = Vec::new();
+    for f in &report.files {
+        for (start, end, key) in runs(f, &f.frozen_only_lines) {
+            out.push(Annotation {
+                path: f.path.clone(),
+                start_line: start,
+                end_line: end,
+                annotation_level: if blocks {
+                    AnnotationLevel::Failure
+                } else {
+                    AnnotationLevel::Warning
+                },
+                title: format!("Frozen-only: {}", span(start, end)),
+                message: format!(
+                    "Only tests that are not evidence execute {}: {}. A green run of them says nothing about this change. Add a stable test that executes it, or have the owners fix the tests and remove their freeze.",
+                    span(start, end),
+                    if key.is_empty() { "no test executes this line".to_string() } else { name_witnesses(&key) }
+                ),
+            });
+        }
+    }
+    for f in &report.files {
+        for (start, end, _) in runs(f, &f.uncovered_lines) {
+            out.push(Annotation {
+                path: f.path.clone(),
+                start_line: start,
+                end_line: end,
+                annotation_level: AnnotationLevel::Warning,
+                title: format!("Uncovered: {}", span(start, end)),
+                message: format!(
+                    "No test executes this line ({} changed by this patch). Add a test that exercises it.",
+                    span(start, end)
+                ),
+            });
+        }
+    }
+    for f in &report.files {
+        for (start, end, key) in runs(f, &f.excluded_lines) {
+            let who = if key.is_empty() {
+                String::new()
+            } else {
+                format!(" (recorded witnesses: {})", name_witnesses(&key))
+            };
+            out.push(Annotation {
+                path: f.path.clone(),
+                start_line: start,
+                end_line: end,
+                annotation_level: AnnotationLevel::Warning,
+                title: format!("Excluded from coverage: {}", span(start, end)),
+                message: format!(
+                    "{} is excluded from coverage measurement (for example `# pragma: no cover`), so no test can witness it{who}. Remove the exclusion and cover it with a test.",
+                    capitalise(&span(start, end))
+                ),
+            });
+        }
+    }
+    for f in &report.files {
+        if f.evidence == FileEvidence::Blind {
+            out.push(Annotation {
+                path: f.path.clone(),
+                start_line: 1,
+                end_line: 1,
+                annotation_level: AnnotationLevel::Warning,
+                title: "Blind file".into(),
+                message: format!(
+                    "No test can witness this file's change: {}. Make it measurable (for example include it in coverage) or list it in `policy.no_evidence_paths` if it truly needs no evidence.",
+                    f.blind_reason.as_deref().unwrap_or("no evidence can exist for it")
+                ),
+            });
+        }
+    }
+    for f in &report.files {
+        for d in &f.deletions {
+            let Some(class) = d.class.filter(|c| d.attributed && c.is_blind()) else {
+                continue;
+            };
+            let line = d.after.max(1);
+            let old_end = d.old_start + d.old_count.saturating_sub(1);
+            let how = match class {
+                LineClass::FrozenOnly => "only tests that are not evidence execute the lines around it",
+                LineClass::Excluded => "the lines around it are excluded from coverage",
+                _ => "no test executes the lines around it",
+            };
+            out.push(Annotation {
+                path: f.path.clone(),
+                start_line: line,
+                end_line: line,
+                annotation_level: AnnotationLevel::Notice,
+                title: "Blind deletion".into(),
+                message: format!(
+                    "Old lines {}-{old_end} were deleted here and {how}. Add a stable test that executes this code.",
+                    d.old_start
+                ),
+            });
+        }
+    }
+    out
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+/// A name shown in the comment without notifying anyone: bold, with every `@` dropped.
+fn unmentioned(name: &str) -> String {
+    let clean: String = name.chars().filter(|&c| c != '@' && c != '*').collect();
+    format!("**{}**", clean.trim())
+}
+
+fn todo(action: &str) -> String {
+    match action {
+        "re-probe" => "re-probe: run the tests on base again (`flakegate probe`) and update their ledger entries with what it shows".into(),
+        "fix" => "fix: make the tests stable, then remove their freeze so they witness changes again".into(),
+        "renew" => "renew: the freeze has expired; re-probe and renew the entry, or fix the test and remove it".into(),
+        "add-test" => "add-test: add a stable test that executes the named lines".into(),
+        other => other.to_string(),
+    }
+}
+
+#[derive(Serialize)]
+struct OwnerCtx {
+    who: String,
+    mention: bool,
+    tests: Vec<String>,
+    why: Vec<String>,
+    todo: Vec<String>,
+    lines: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct ExpiredCtx {
+    test: String,
+    who: String,
+    expires: String,
+    days_past: i64,
+    waived: bool,
+}
+
+/// Where the given tests are the only witnesses of blind lines: `path:ranges`.
+fn lines_of(report: &Report, tests: &BTreeSet<&str>) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in &report.files {
+        let lines: Vec<u32> = f
+            .lines
+            .iter()
+            .filter(|l| l.class.is_blind() && l.witnesses.iter().any(|w| tests.contains(w.test.as_str())))
+            .map(|l| l.line)
+            .collect::<BTreeSet<u32>>()
+            .into_iter()
+            .collect();
+        if !lines.is_empty() {
+            out.push(format!("{}:{}", f.path, render::line_ranges(&lines)));
+        }
+    }
+    out
+}
+
+/// The sticky comment's body, or None when there is nothing to say and no
+/// earlier comment to correct. `previous` is the body of the comment already
+/// on the pull request, if any.
+pub fn comment_body(report: &Report, config: &Config, previous: Option<&str>) -> Option<String> {
+    let mut owners: Vec<OwnerCtx> = report
+        .blind_owners
+        .iter()
+        .map(|o| {
+            let handle = o.handle.as_deref().filter(|h| is_handle(h));
+            let tests: BTreeSet<&str> = o.tests.iter().map(|t| t.as_str()).collect();
+            let actions: BTreeSet<&str> = o.actions.iter().map(|a| a.as_str()).collect();
+            let why: BTreeSet<&str> = o.why.iter().map(|w| w.as_str()).collect();
+            OwnerCtx {
+                who: handle.map(str::to_string).unwrap_or_else(|| unmentioned(&o.owner)),
+                mention: handle.is_some(),
+                lines: lines_of(report, &tests),
+                tests: tests.into_iter().map(str::to_string).collect(),
+                why: why.into_iter().map(str::to_string).collect(),
+                todo: actions.into_iter().map(todo).collect(),
+            }
+        })
+        .collect();
+    let key = |o: &OwnerCtx| o.who.trim_start_matches(['@', '*']).to_lowercase();
+    owners.sort_by(|a, b| key(a).cmp(&key(b)).then_with(|| a.tests.cmp(&b.tests)));
+    let mut expired: Vec<ExpiredCtx> = report
+        .expired
+        .iter()
+        .map(|e| ExpiredCtx {
+            test: e.test.clone(),
+            who: handle_for(&e.owner, config)
+                .filter(|h| is_handle(h))
+                .unwrap_or_else(|| unmentioned(&e.owner)),
+            expires: e.expires.clone(),
+            days_past: e.days_past,
+            waived: e.waived_by_probe,
+        })
+        .collect();
+    expired.sort_by(|a, b| a.test.cmp(&b.test).then_with(|| a.expires.cmp(&b.expires)));
+    let unowned: Vec<String> = report
+        .unowned_unstable
+        .iter()
+        .map(|t| t.as_str().to_string())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+
+    let something_to_say = !owners.is_empty() || !expired.is_empty() || !unowned.is_empty();
+    let state = if something_to_say {
+        "blind"
+    } else if previous.is_none() {
+        return None;
+    } else if report.verdict == Verdict::Pass {
+        "gone"
+    } else {
+        "cleared"
+    };
+
+    let mut env = minijinja::Environment::new();
+    env.set_trim_blocks(true);
+    env.set_lstrip_blocks(true);
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env.add_template("comment.md.j2", render::COMMENT)
+        .expect("the bundled comment template parses");
+    let body = env
+        .get_template("comment.md.j2")
+        .and_then(|t| {
+            t.render(minijinja::context! {
+                marker => COMMENT_MARKER,
+                verdict => report.verdict.as_str(),
+                blocks => report.verdict.blocks(),
+                head_sha => report.head_sha,
+                state => state,
+                owners => owners,
+                expired => expired,
+                unowned => unowned,
+            })
+        })
+        .expect("the bundled comment template renders");
+    let body = if body.ends_with('\n') { body } else { body + "\n" };
+    Some(render::truncate(&body, GITHUB_TEXT_LIMIT))
+}
+
+/// Whether the comment must be edited: bodies differ beyond trailing whitespace.
+pub fn comment_changed(old: &str, new: &str) -> bool {
+    let norm = |s: &str| -> Vec<String> { s.trim_end().lines().map(|l| l.trim_end().to_string()).collect() };
+    norm(old) != norm(new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::report::{BlindOwner, DeletionReport, LineReport};
+    use crate::gate::{GateInput, TestId};
+    use crate::load::EvidenceSources;
+    use std::path::PathBuf;
+
+    fn fixtures() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+    }
+
+    /// Run the real gate on a committed fixture case, as `tests/check.rs` does.
+    fn case_with(name: &str, config: &Config) -> Report {
+        let dir = fixtures().join("cases").join(name);
+        let meta: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("case.json")).unwrap()).unwrap();
+        let today = chrono::NaiveDate::parse_from_str(meta["today"].as_str().unwrap(), "%Y-%m-%d").unwrap();
+        let patch_bytes = std::fs::read(dir.join("diff.patch")).unwrap();
+        let patch = crate::cli::parse_patch("diff.patch", &patch_bytes).unwrap();
+        let own = dir.join("ledger.json");
+        let ledger_path = if own.is_file() {
+            own
+        } else {
+            fixtures().join("project/.github/flake-ledger.json")
+        };
+        let ledger_text = std::fs::read_to_string(&ledger_path).unwrap();
+        let ledger =
+            crate::gate::ledger::parse_ledger("flake-ledger.json", &ledger_text, config.policy.max_freeze_days);
+        let ev = dir.join("evidence");
+        let sources = EvidenceSources {
+            dir: None,
+            coverage: Some(ev.join("coverage.json")),
+            results: vec![ev.join("results")],
+            probe: Some(fixtures().join("probe/reportlog")),
+            meta: None,
+        };
+        let loaded = crate::load::load_evidence(&sources, &patch, ledger.as_ref().ok());
+        let input = GateInput {
+            patch: &patch,
+            ledger: &ledger,
+            config,
+            evidence: &loaded.evidence,
+            today,
+            base_sha: None,
+            head_sha: Some("0123456789abcdef0123456789abcdef01234567".into()),
+            inputs: Vec::new(),
+        };
+        crate::gate::evaluate(&input)
+    }
+
+    fn case(name: &str) -> Report {
+        case_with(name, &Config::default())
+    }
+
+    fn with_caveat(c: CaveatConclusion) -> Config {
+        let mut config = Config::default();
+        config.policy.caveat_conclusion = c;
+        config
+    }
+
+    #[test]
+    fn conclusion_per_verdict_and_caveat_setting() {
+        let d = Config::default();
+        assert_eq!(conclusion(Verdict::Pass, &d), Conclusion::Success);
+        assert_eq!(conclusion(Verdict::PassWithCaveat, &d), Conclusion::Success);
+        assert_eq!(conclusion(Verdict::Inconclusive, &d), Conclusion::Failure);
+        assert_eq!(conclusion(Verdict::Fail, &d), Conclusion::Failure);
+        for (c, want) in [
+            (CaveatConclusion::Success, Conclusion::Success),
+            (CaveatConclusion::Neutral, Conclusion::Neutral),
+            (CaveatConclusion::Failure, Conclusion::Failure),
+        ] {
+            let config = with_caveat(c);
+            assert_eq!(conclusion(Verdict::PassWithCaveat, &config), want, "{c:?}");
+            assert_eq!(conclusion(Verdict::Pass, &config), Conclusion::Success, "{c:?}");
+            assert_eq!(conclusion(Verdict::Inconclusive, &config), Conclusion::Failure, "{c:?}");
+            assert_eq!(conclusion(Verdict::Fail, &config), Conclusion::Failure, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn real_cases_get_their_conclusions() {
+        for (name, verdict, want) in [
+            ("all_stable", Verdict::Pass, Conclusion::Success),
+            ("some_frozen", Verdict::PassWithCaveat, Conclusion::Success),
+            ("frozen_only", Verdict::Inconclusive, Conclusion::Failure),
+            ("failed", Verdict::Fail, Conclusion::Failure),
+        ] {
+            let r = case(name);
+            assert_eq!(r.verdict, verdict, "{name}");
+            let out = check_output(&r, &Config::default());
+            assert_eq!(out.conclusion, want, "{name}");
+            assert!(out.title.starts_with(verdict.as_str()), "{name}: {}", out.title);
+        }
+        let r = case_with("some_frozen", &with_caveat(CaveatConclusion::Neutral));
+        assert_eq!(
+            check_output(&r, &with_caveat(CaveatConclusion::Neutral)).conclusion,
+            Conclusion::Neutral
+        );
+    }
+
+    #[test]
+    fn action_and_title_limits() {
+        let acts = actions();
+        assert!(acts.len() <= MAX_ACTIONS);
+        let ids: Vec<&str> = acts.iter().map(|a| a.identifier.as_str()).collect();
+        assert_eq!(ids, [ACTION_RERUN, ACTION_REEVALUATE]);
+        for a in &acts {
+            assert!(a.label.chars().count() <= ACTION_LABEL_LIMIT, "{a:?}");
+            assert!(a.description.chars().count() <= ACTION_DESCRIPTION_LIMIT, "{a:?}");
+            assert!(a.identifier.chars().count() <= ACTION_IDENTIFIER_LIMIT, "{a:?}");
+            assert!(!a.label.is_empty() && !a.description.is_empty());
+        }
+        let mut r = case("some_frozen");
+        r.reasons[0].message = "é".repeat(500);
+        let t = title(&r);
+        assert_eq!(t.chars().count(), TITLE_LIMIT);
+        assert!(t.starts_with("PASS_WITH_CAVEAT: é") && t.ends_with('…'));
+        r.reasons.clear();
+        assert_eq!(title(&r), "PASS_WITH_CAVEAT");
+    }
+
+    #[test]
+    fn check_output_snapshots() {
+        for name in ["some_frozen", "frozen_only", "uncovered"] {
+            let out = check_output(&case(name), &Config::default());
+            insta::with_settings!({snapshot_path => "../tests/snapshots", prepend_module_to_snapshot => true}, {
+                insta::assert_json_snapshot!(format!("check_{name}"), serde_json::json!({
+                    "title": out.title,
+                    "conclusion": out.conclusion,
+                    "annotations": out.annotations,
+                    "actions": out.actions,
+                }));
+            });
+        }
+    }
+
+    #[test]
+    fn text_embeds_the_evidence_record() {
+        let r = case("frozen_only");
+        let out = check_output(&r, &Config::default());
+        let json = json_block(&out.text);
+        assert_eq!(json, serde_json::to_value(&r).unwrap());
+        assert!(out.summary.contains("INCONCLUSIVE"));
+    }
+
+    fn json_block(text: &str) -> serde_json::Value {
+        let start = text.find("```json\n").expect("a json block") + "```json\n".len();
+        let end = start + text[start..].find("\n```").expect("the block closes");
+        serde_json::from_str(&text[start..end]).expect("the block is JSON")
+    }
+
+    /// A report with tens of thousands of blind lines.
+    fn huge() -> Report {
+        let mut r = case("frozen_only");
+        let f = r.files[0].clone();
+        r.files.clear();
+        for i in 0..400 {
+            let mut f = f.clone();
+            f.path = format!("src/shop/generated_{i:03}_é.py");
+            f.frozen_only_lines = (1..=200).collect();
+            f.lines = (1..=200)
+                .map(|line| LineReport {
+                    line,
+                    class: LineClass::FrozenOnly,
+                    witnesses: f.lines[0].witnesses.clone(),
+                })
+                .collect();
+            r.files.push(f);
+        }
+        r.notes = (0..2000).map(|i| format!("note {i}: {}", "ü".repeat(40))).collect();
+        r
+    }
+
+    #[test]
+    fn a_huge_report_is_cut_below_the_limit_and_stays_json() {
+        let r = huge();
+        assert!(render::json(&r).len() > GITHUB_TEXT_LIMIT);
+        let out = check_output(&r, &Config::default());
+        assert!(out.summary.len() <= GITHUB_TEXT_LIMIT, "{}", out.summary.len());
+        assert!(out.summary.contains("cut here"));
+        assert!(out.text.len() <= GITHUB_TEXT_LIMIT, "{}", out.text.len());
+        assert!(out.text.contains("more than GitHub allows"));
+        let compact = json_block(&out.text);
+        assert_eq!(compact["verdict"], "INCONCLUSIVE");
+        assert_eq!(compact["truncated"], true);
+        assert_eq!(compact["reasons"][0]["code"], "frozen_only");
+        // Consecutive lines with the same witnesses merge: one annotation per file.
+        assert_eq!(out.annotations.len(), 400);
+        assert_eq!((out.annotations[0].start_line, out.annotations[0].end_line), (1, 200));
+
+        // Even huge reasons leave valid JSON within the limit.
+        let mut r = r;
+        r.reasons = (0..200)
+            .map(|i| crate::gate::Reason::new(crate::gate::ReasonCode::FrozenOnly, format!("{i} {}", "x".repeat(1000))))
+            .collect();
+        let t = text(&r, GITHUB_TEXT_LIMIT);
+        assert!(t.len() <= GITHUB_TEXT_LIMIT);
+        let compact = json_block(&t);
+        assert!(compact["reasons_omitted"].as_u64().unwrap() > 0);
+        assert!(!compact["reasons"].as_array().unwrap().is_empty());
+    }
+
+    #[test]
+    fn annotations_are_ordered_by_importance_and_merged() {
+        let mut r = case("frozen_only");
+        let base = r.files[0].clone();
+        let w = base.lines[0].witnesses.clone();
+        let line = |line: u32, class: LineClass, witnesses: Vec<LineWitness>| LineReport { line, class, witnesses };
+        let mut other = w.clone();
+        other[0].test = TestId::new("tests/test_other.py::test_x");
+        let mut a = base.clone();
+        a.path = "a.py".into();
+        a.uncovered_lines = vec![1, 2, 3, 7];
+        a.excluded_lines = vec![9];
+        a.frozen_only_lines = vec![20, 21, 22, 30];
+        a.lines = vec![
+            line(1, LineClass::Uncovered, vec![]),
+            line(2, LineClass::Uncovered, vec![]),
+            line(3, LineClass::Uncovered, vec![]),
+            line(7, LineClass::Uncovered, vec![]),
+            line(9, LineClass::Excluded, vec![]),
+            line(20, LineClass::FrozenOnly, w.clone()),
+            line(21, LineClass::FrozenOnly, w.clone()),
+            line(22, LineClass::FrozenOnly, other.clone()),
+            line(30, LineClass::FrozenOnly, w.clone()),
+        ];
+        a.deletions = vec![
+            DeletionReport {
+                old_start: 40,
+                old_count: 2,
+                after: 39,
+                attributed: true,
+                class: Some(LineClass::Uncovered),
+            },
+            DeletionReport {
+                old_start: 50,
+                old_count: 1,
+                after: 49,
+                attributed: true,
+                class: Some(LineClass::Stable),
+            },
+        ];
+        let mut b = base.clone();
+        b.path = "b.py".into();
+        b.evidence = FileEvidence::Blind;
+        b.blind_reason = Some("not measured by coverage".into());
+        b.frozen_only_lines = vec![5];
+        b.lines = vec![line(5, LineClass::FrozenOnly, w.clone())];
+        r.files = vec![a, b];
+        let got: Vec<(String, u32, u32, AnnotationLevel, String)> = annotations(&r)
+            .into_iter()
+            .map(|x| {
+                let kind = x.title.split(':').next().unwrap().to_string();
+                (x.path, x.start_line, x.end_line, x.annotation_level, kind)
+            })
+            .collect();
+        use AnnotationLevel::*;
+        let want: Vec<(String, u32, u32, AnnotationLevel, String)> = [
+            ("a.py", 20, 21, Failure, "Frozen-only"),
+            ("a.py", 22, 22, Failure, "Frozen-only"),
+            ("a.py", 30, 30, Failure, "Frozen-only"),
+            ("b.py", 5, 5, Failure, "Frozen-only"),
+            ("a.py", 1, 3, Warning, "Uncovered"),
+            ("a.py", 7, 7, Warning, "Uncovered"),
+            ("a.py", 9, 9, Warning, "Excluded from coverage"),
+            ("b.py", 1, 1, Warning, "Blind file"),
+            ("a.py", 39, 39, Notice, "Blind deletion"),
+        ]
+        .into_iter()
+        .map(|(p, s, e, l, k)| (p.to_string(), s, e, l, k.to_string()))
+        .collect();
+        assert_eq!(got, want);
+        let all = annotations(&r);
+        assert!(all[0].message.contains("tests/test_refunds.py::test_gateway_retry"));
+        assert!(all[4].message.contains("No test executes this line"));
+
+        // Not blocking: frozen-only lines are warnings.
+        r.verdict = Verdict::PassWithCaveat;
+        assert_eq!(annotations(&r)[0].annotation_level, Warning);
+    }
+
+    fn snapshot_comment(name: &str, body: &str) {
+        insta::with_settings!({snapshot_path => "../tests/snapshots", prepend_module_to_snapshot => true}, {
+            insta::assert_snapshot!(name.to_string(), body);
+        });
+    }
+
+    #[test]
+    fn comment_snapshots() {
+        for name in ["some_frozen", "frozen_only", "expired"] {
+            let body = comment_body(&case(name), &Config::default(), None).expect(name);
+            assert!(body.starts_with(COMMENT_MARKER), "{name}");
+            snapshot_comment(&format!("comment_{name}"), &body);
+        }
+    }
+
+    #[test]
+    fn a_name_that_is_not_a_handle_is_never_mentioned() {
+        let r = case("some_frozen");
+        let body = comment_body(&r, &Config::default(), None).unwrap();
+        assert!(body.contains("@shop/payments"), "{body}");
+        assert!(body.contains("**qa-oncall**"), "{body}");
+        assert!(!body.contains("@qa-oncall"), "{body}");
+
+        // A handle the report got wrong, or an owner that looks like a handle
+        // but was not accepted as one, is shown without its `@`.
+        let mut r = r;
+        r.blind_owners = vec![BlindOwner {
+            owner: "@not a handle".into(),
+            handle: Some("@not a handle".into()),
+            tests: vec![TestId::new("tests/t.py::t")],
+            why: vec!["w".into()],
+            actions: vec!["fix".into()],
+        }];
+        let body = comment_body(&r, &Config::default(), None).unwrap();
+        assert!(!body.contains("@not"), "{body}");
+        assert!(body.contains("**not a handle**"), "{body}");
+
+        // A mapped owner is mentioned by its handle.
+        let mut config = Config::default();
+        config.owners.insert("qa-oncall".into(), "@acme/qa".into());
+        let r = case_with("some_frozen", &config);
+        let body = comment_body(&r, &config, None).unwrap();
+        assert!(body.contains("@acme/qa"), "{body}");
+    }
+
+    #[test]
+    fn the_comment_says_the_blind_spot_is_gone_after_a_pass() {
+        let r = case("all_stable");
+        assert_eq!(r.verdict, Verdict::Pass);
+        assert!(r.blind_owners.is_empty() && r.expired.is_empty());
+        assert_eq!(comment_body(&r, &Config::default(), None), None);
+        let previous = comment_body(&case("some_frozen"), &Config::default(), None).unwrap();
+        let body = comment_body(&r, &Config::default(), Some(&previous)).unwrap();
+        assert!(body.starts_with(COMMENT_MARKER));
+        assert!(body.contains("the blind spot is gone"), "{body}");
+        assert!(!body.contains('@'), "{body}");
+        assert!(comment_changed(&previous, &body));
+        snapshot_comment("comment_gone", &body);
+    }
+
+    #[test]
+    fn nothing_to_say_means_no_comment() {
+        let r = case("uncovered");
+        assert!(r.blind_owners.is_empty() && r.expired.is_empty());
+        assert_eq!(comment_body(&r, &Config::default(), None), None);
+        let body = comment_body(&r, &Config::default(), Some("old")).unwrap();
+        assert!(body.contains("no owner is blind"), "{body}");
+        assert!(!body.contains('@'), "{body}");
+        assert_eq!(comment_body(&case("docs_only"), &Config::default(), None), None);
+    }
+
+    #[test]
+    fn comments_are_deterministic_and_compared_without_trailing_space() {
+        let mut r = case("some_frozen");
+        let a = comment_body(&r, &Config::default(), None).unwrap();
+        r.blind_owners.reverse();
+        for o in &mut r.blind_owners {
+            o.tests.reverse();
+            o.actions.reverse();
+        }
+        let b = comment_body(&r, &Config::default(), None).unwrap();
+        assert_eq!(a, b);
+        assert!(!comment_changed(&a, &format!("{a}  \n\n")));
+        assert!(!comment_changed("x  \ny\n", "x\ny"));
+        assert!(comment_changed(&a, &a.replace("fix", "renew")));
+    }
+}
