@@ -1,0 +1,94 @@
+//! The deployment files agree with the code: the App manifest asks for the
+//! permissions and events DESIGN.md lists and the server accepts; the evidence
+//! workflow uploads the artifact name and layout the gate reads; fly.toml
+//! health-checks the route the server serves.
+
+use serde_yaml_ng::Value;
+use std::path::PathBuf;
+
+fn read_yaml(name: &str) -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn manifest_permissions_and_events() {
+    let m = read_yaml("app-manifest.yml");
+    let perms = &m["default_permissions"];
+    for (k, v) in [
+        ("checks", "write"),
+        ("pull_requests", "write"),
+        ("contents", "read"),
+        ("actions", "read"),
+        ("metadata", "read"),
+    ] {
+        assert_eq!(perms[k].as_str(), Some(v), "permission {k}");
+    }
+    let events: Vec<&str> = m["default_events"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    assert_eq!(events, ["pull_request", "workflow_run", "check_run", "check_suite"]);
+    for e in events {
+        assert!(
+            flakegate::server::webhook::accepts(
+                e,
+                Some(match e {
+                    "pull_request" => "opened",
+                    "workflow_run" => "completed",
+                    _ => "rerequested",
+                })
+            ),
+            "the server accepts {e}"
+        );
+    }
+    assert!(m["hook_attributes"]["url"].as_str().unwrap().ends_with("/webhook"));
+}
+
+#[test]
+fn evidence_workflow_uploads_what_the_gate_reads() {
+    let w = read_yaml("templates/workflows/flakegate-evidence.yml");
+    let text = serde_yaml_ng::to_string(&w).unwrap();
+    let default_artifact = flakegate::gate::config::Config::default().evidence.artifact;
+    let steps = w["jobs"]["evidence"]["steps"].as_sequence().unwrap();
+    let upload = steps
+        .iter()
+        .rev()
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("actions/upload-artifact"))
+        })
+        .unwrap();
+    assert_eq!(upload["with"]["name"].as_str(), Some(default_artifact.as_str()));
+    assert_eq!(upload["with"]["path"].as_str(), Some("evidence"));
+    for part in [
+        "--cov-context=test",
+        "coverage json --show-contexts -o evidence/coverage.json",
+        "evidence/results/",
+        "path: evidence/probe",
+        "evidence/meta.json",
+    ] {
+        assert!(text.contains(part), "workflow lacks {part}");
+    }
+    // K matrix entries match K.
+    let k: usize = w["env"]["K"].as_str().unwrap().parse().unwrap();
+    assert_eq!(
+        w["jobs"]["probe"]["strategy"]["matrix"]["run"]
+            .as_sequence()
+            .unwrap()
+            .len(),
+        k
+    );
+}
+
+#[test]
+fn fly_health_check_is_the_served_route() {
+    let text = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fly.toml")).unwrap();
+    assert!(text.contains("path = \"/healthz\""));
+    assert!(text.contains("internal_port = 3000"));
+    assert!(text.contains("destination = \"/data\""));
+}
