@@ -285,8 +285,25 @@ fn check(args: CheckArgs) -> anyhow::Result<i32> {
         probe: args.probe.clone(),
         meta: args.meta.clone(),
     };
-    let loaded = load::load_evidence(&sources, &patch, ledger.as_ref().ok());
+    let mut loaded = load::load_evidence(&sources, &patch, ledger.as_ref().ok());
     inputs.extend(loaded.digests.clone());
+    // With --base, the ledger as the patch leaves it: its edits are reported
+    // entry by entry (and a freeze of the patch's own witnesses caught), never obeyed.
+    if args.base.is_some() && args.ledger.is_none() {
+        if let Some(bytes) = git_show("HEAD", &config.ledger).map_err(|e| Unusable(format!("{e:#}")))? {
+            let name = format!("HEAD:{}", config.ledger);
+            match load::text_of(&name, &bytes)
+                .map_err(|e| vec![e])
+                .and_then(|t| parse_ledger(&name, &t, config.policy.max_freeze_days))
+            {
+                Ok(head) => loaded.evidence.head_ledger = Some(head),
+                Err(errors) => notes.push(format!(
+                    "the patch leaves the ledger invalid, which will block the next pull request: {}",
+                    errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ")
+                )),
+            }
+        }
+    }
 
     let input = GateInput {
         patch: &patch,

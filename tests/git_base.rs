@@ -142,3 +142,38 @@ fn a_bad_base_rev_is_unusable_input() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-rev"));
 }
+
+#[test]
+fn a_patch_that_freezes_its_own_witness_is_inconclusive() {
+    let (t, base) = checkout("all_stable");
+    let repo = t.path();
+    // Freeze a stable witness of the patch's own changed line (pricing.py:19).
+    let ledger_path = repo.join(".github/flake-ledger.json");
+    let mut ledger: Value = serde_json::from_str(&std::fs::read_to_string(&ledger_path).unwrap()).unwrap();
+    ledger["frozen"].as_array_mut().unwrap().push(serde_json::json!({
+        "test": "tests/test_pricing.py::test_apply_tax",
+        "observed": "1/7 fail on clean base",
+        "reason": "flaky",
+        "owner": "@agent",
+        "frozen_at": "2026-11-20",
+        "expires": "2026-12-20"
+    }));
+    std::fs::write(&ledger_path, serde_json::to_string_pretty(&ledger).unwrap()).unwrap();
+    git(repo, &["commit", "-q", "-am", "freeze the witness"]);
+    let v = check(repo, &base, "all_stable");
+    assert_eq!(v["verdict"], "INCONCLUSIVE", "{:#}", v["reasons"]);
+    assert_eq!(codes(&v)[0], "self_freeze");
+    assert!(codes(&v).contains(&"ledger_edited"));
+    assert_eq!(v["ledger_changes"][0]["kind"], "added");
+    let ledger_file = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == ".github/flake-ledger.json")
+        .unwrap();
+    assert_eq!(
+        ledger_file["evidence"], "not_needed",
+        "the ledger is judged by the trust rules, not by coverage"
+    );
+    assert_eq!(v["reasons"][0]["tests"][0], "tests/test_pricing.py::test_apply_tax");
+}

@@ -51,6 +51,8 @@ pub enum ReasonCode {
     MissingEvidence,
     /// Row 1 (Trust): the patch changes what produced or shaped the evidence.
     EvidenceConfigChanged,
+    /// Row 1 (Trust): the patch freezes a test that witnesses its own changed lines.
+    SelfFreeze,
     /// Row 2: the ledger is invalid.
     InvalidLedger,
     /// Row 3: a stable test failed on head.
@@ -65,6 +67,8 @@ pub enum ReasonCode {
     BlindLinesStrict,
     /// Row 7: some witnesses are frozen.
     SomeFrozen,
+    /// Caveat: the patch edits the ledger (listed entry by entry).
+    LedgerEdited,
     /// Caveat: some changed lines (or files) have no stable witness.
     BlindLines,
     /// Caveat: lines witnessed only in fixture setup/teardown.
@@ -83,13 +87,14 @@ impl ReasonCode {
         match self {
             MissingEvidence
             | EvidenceConfigChanged
+            | SelfFreeze
             | InvalidLedger
             | Expired
             | Uncovered
             | FrozenOnly
             | BlindLinesStrict => Verdict::Inconclusive,
             Failed => Verdict::Fail,
-            SomeFrozen | BlindLines | PhaseOnlyWitness | NoResults => Verdict::PassWithCaveat,
+            SomeFrozen | LedgerEdited | BlindLines | PhaseOnlyWitness | NoResults => Verdict::PassWithCaveat,
             NoExecutableChange | AllStable => Verdict::Pass,
         }
     }
@@ -99,6 +104,8 @@ impl ReasonCode {
         match self {
             MissingEvidence => "missing_evidence",
             EvidenceConfigChanged => "evidence_config_changed",
+            SelfFreeze => "self_freeze",
+            LedgerEdited => "ledger_edited",
             InvalidLedger => "invalid_ledger",
             Failed => "failed",
             Expired => "expired",
@@ -389,6 +396,8 @@ pub struct Report {
     pub expired: Vec<ExpiredEntry>,
     /// Tests the probe found unstable that witness changed lines but have no ledger entry (no owner).
     pub unowned_unstable: Vec<TestId>,
+    /// The patch's own edits of the ledger, entry by entry (empty when the head ledger is unknown).
+    pub ledger_changes: Vec<crate::gate::trust::LedgerChange>,
     pub probe: Option<ProbeReport>,
     pub results: ResultsReport,
     pub coverage: Option<CoverageSummary>,

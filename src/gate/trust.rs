@@ -180,3 +180,145 @@ mod tests {
         );
     }
 }
+
+/// How the patch changes one ledger entry (the base ledger is the one in force).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LedgerChangeKind {
+    Added,
+    Removed,
+    /// `expires` moved later.
+    Extended,
+    OwnerChanged,
+    /// Anything else (reason, observed, an earlier expiry).
+    Edited,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LedgerChange {
+    pub test: String,
+    pub kind: LedgerChangeKind,
+    /// What changed, in words: "expires 2026-12-09 → 2027-03-01".
+    pub detail: String,
+    /// The entry's line in the head ledger (0 for a removal).
+    pub line: usize,
+}
+
+impl LedgerChange {
+    /// Does this change make a test frozen (or frozen for longer) than the base says?
+    pub fn freezes_more(&self) -> bool {
+        matches!(self.kind, LedgerChangeKind::Added | LedgerChangeKind::Extended)
+    }
+}
+
+/// The patch's ledger edits, entry by entry, sorted by test.
+pub fn ledger_changes(base: &crate::gate::Ledger, head: &crate::gate::Ledger) -> Vec<LedgerChange> {
+    use std::collections::BTreeMap;
+    let b: BTreeMap<&str, &crate::gate::FreezeEntry> = base.entries.iter().map(|e| (e.test.as_str(), e)).collect();
+    let h: BTreeMap<&str, &crate::gate::FreezeEntry> = head.entries.iter().map(|e| (e.test.as_str(), e)).collect();
+    let mut out = Vec::new();
+    for (test, he) in &h {
+        match b.get(test) {
+            None => out.push(LedgerChange {
+                test: test.to_string(),
+                kind: LedgerChangeKind::Added,
+                detail: format!("frozen until {} (owner {})", he.expires, he.owner),
+                line: he.line,
+            }),
+            Some(be) => {
+                let (kind, detail) = if he.expires > be.expires {
+                    (
+                        LedgerChangeKind::Extended,
+                        format!("expires {} → {}", be.expires, he.expires),
+                    )
+                } else if he.owner != be.owner {
+                    (
+                        LedgerChangeKind::OwnerChanged,
+                        format!("owner {} → {}", be.owner, he.owner),
+                    )
+                } else if he.expires != be.expires
+                    || he.reason != be.reason
+                    || he.observed != be.observed
+                    || he.frozen_at != be.frozen_at
+                {
+                    (
+                        LedgerChangeKind::Edited,
+                        "reason, observation or dates edited".to_string(),
+                    )
+                } else {
+                    continue;
+                };
+                out.push(LedgerChange {
+                    test: test.to_string(),
+                    kind,
+                    detail,
+                    line: he.line,
+                });
+            }
+        }
+    }
+    for (test, be) in &b {
+        if !h.contains_key(test) {
+            out.push(LedgerChange {
+                test: test.to_string(),
+                kind: LedgerChangeKind::Removed,
+                detail: format!("was frozen until {} (owner {})", be.expires, be.owner),
+                line: 0,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.test.cmp(&b.test));
+    out
+}
+
+#[cfg(test)]
+mod ledger_change_tests {
+    use super::*;
+    use crate::gate::{FreezeEntry, Ledger};
+
+    fn e(test: &str, owner: &str, expires: &str) -> FreezeEntry {
+        FreezeEntry {
+            test: test.into(),
+            observed: None,
+            reason: None,
+            owner: owner.into(),
+            frozen_at: None,
+            expires: expires.parse().unwrap(),
+            line: 2,
+        }
+    }
+
+    #[test]
+    fn entry_by_entry() {
+        let base = Ledger {
+            entries: vec![
+                e("t.py::a", "x", "2026-12-01"),
+                e("t.py::b", "x", "2026-12-01"),
+                e("t.py::c", "x", "2026-12-01"),
+                e("t.py::d", "x", "2026-12-01"),
+            ],
+        };
+        let head = Ledger {
+            entries: vec![
+                e("t.py::a", "x", "2027-01-01"),
+                e("t.py::b", "y", "2026-12-01"),
+                e("t.py::d", "x", "2026-12-01"),
+                e("t.py::n", "z", "2026-12-24"),
+            ],
+        };
+        let got: Vec<(String, LedgerChangeKind)> = ledger_changes(&base, &head)
+            .into_iter()
+            .map(|c| (c.test, c.kind))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("t.py::a".into(), LedgerChangeKind::Extended),
+                ("t.py::b".into(), LedgerChangeKind::OwnerChanged),
+                ("t.py::c".into(), LedgerChangeKind::Removed),
+                ("t.py::n".into(), LedgerChangeKind::Added),
+            ]
+        );
+        assert!(ledger_changes(&base, &base).is_empty());
+    }
+}

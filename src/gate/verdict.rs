@@ -42,6 +42,10 @@ pub struct Evidence {
     pub probe: Option<Probe>,
     pub meta: Option<Meta>,
     pub problems: Vec<InputError>,
+    /// The ledger as the patch leaves it (head side). Never used to decide what
+    /// is frozen — the base ledger is — only to report the patch's own edits
+    /// and catch a patch freezing its own witnesses.
+    pub head_ledger: Option<Ledger>,
 }
 
 /// Everything the gate decides on.
@@ -122,7 +126,10 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
         }
     }
 
-    let globs = match PathGlobs::new(&policy.no_evidence_paths) {
+    // The ledger itself needs no test evidence: its edits are judged by the trust rules.
+    let mut no_evidence = policy.no_evidence_paths.clone();
+    no_evidence.push(globset::escape(&input.config.ledger));
+    let globs = match PathGlobs::new(&no_evidence) {
         Ok(g) => g,
         Err(m) => {
             reasons.push(Reason::new(ReasonCode::MissingEvidence, m));
@@ -524,7 +531,6 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
         }
     }
     reasons.sort_by_key(|r| r.code); // stable sort: table order, input order within a row
-    let verdict = reasons.first().map(|r| r.verdict).unwrap_or(Verdict::Inconclusive);
 
     // Blind owners of frozen witnesses.
     let mut unowned_unstable = Vec::new();
@@ -581,6 +587,60 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
         bo.why.dedup();
     }
 
+    // Trust: the patch's own ledger edits, and freezes of its own witnesses.
+    let mut ledger_changes = Vec::new();
+    if let (Some(head), Ok(base)) = (&ev.head_ledger, input.ledger) {
+        ledger_changes = crate::gate::trust::ledger_changes(base, head);
+        let ledger_file = input.ledger_file_name();
+        let mut self_frozen: Vec<TestId> = Vec::new();
+        let mut self_locs = Vec::new();
+        for c in ledger_changes.iter().filter(|c| c.freezes_more()) {
+            let hit: Vec<TestId> = union.keys().filter(|t| t.is_under(&c.test)).cloned().collect();
+            if !hit.is_empty() {
+                self_locs.push(Location::at(format!("{ledger_file} (head)"), c.line, None));
+                self_frozen.extend(hit);
+            }
+        }
+        if !self_frozen.is_empty() {
+            self_frozen.sort();
+            self_frozen.dedup();
+            reasons.push(
+                Reason::new(
+                    ReasonCode::SelfFreeze,
+                    format!(
+                        "the patch freezes tests that execute its own changed lines ({}): a patch may not silence its own witnesses; land the freeze separately, with its owner's review",
+                        short_list(&self_frozen, 5)
+                    ),
+                )
+                .at(self_locs)
+                .tests(self_frozen),
+            );
+        }
+        if !ledger_changes.is_empty() {
+            let list: Vec<String> = ledger_changes
+                .iter()
+                .take(5)
+                .map(|c| format!("{} {:?}: {}", c.test, c.kind, c.detail))
+                .collect();
+            reasons.push(Reason::new(
+                ReasonCode::LedgerEdited,
+                format!(
+                    "the patch edits the freeze ledger ({} entr{}: {}); this evaluation used the base ledger, and the edits take effect only after they land",
+                    ledger_changes.len(),
+                    if ledger_changes.len() == 1 { "y" } else { "ies" },
+                    list.join("; ")
+                ),
+            ));
+        }
+        // "Otherwise" reasons give way once anything else applies.
+        let pass_only = |c: ReasonCode| matches!(c, ReasonCode::AllStable | ReasonCode::NoExecutableChange);
+        if reasons.iter().any(|r| !pass_only(r.code)) {
+            reasons.retain(|r| !pass_only(r.code));
+        }
+        reasons.sort_by_key(|r| r.code);
+    }
+    let verdict = reasons.first().map(|r| r.verdict).unwrap_or(Verdict::Inconclusive);
+
     let mut witnesses = Witnesses::default();
     for (t, s) in &union {
         match s {
@@ -607,6 +667,7 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
         blind_owners,
         expired,
         unowned_unstable,
+        ledger_changes,
         probe,
         results: results_report,
         coverage: ev.coverage.as_ref().map(|c| CoverageSummary {

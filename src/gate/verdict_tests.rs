@@ -115,6 +115,7 @@ struct Case {
     probe: Option<Probe>,
     results: Option<TestResults>,
     config: Config,
+    head_ledger: Option<Ledger>,
 }
 
 impl Case {
@@ -134,6 +135,7 @@ impl Case {
                 (FROZEN, Outcome::Passed),
             ])),
             config: Config::default(),
+            head_ledger: None,
         }
     }
     fn run(&self) -> Report {
@@ -144,6 +146,7 @@ impl Case {
             probe: self.probe.clone(),
             meta: None,
             problems: vec![],
+            head_ledger: self.head_ledger.clone(),
         };
         evaluate(&GateInput {
             patch: &self.patch,
@@ -456,4 +459,36 @@ fn probe_power_is_worded_as_a_bound() {
     assert!(p.power.contains("not shown unstable at p ≥"), "{}", p.power);
     let rate = p.min_detectable_rate_90.unwrap();
     assert!(crate::gate::probe::detection_chance(rate, 5) >= 0.9 - 1e-9);
+}
+
+#[test]
+fn the_patch_may_not_freeze_its_own_witnesses() {
+    let cov = coverage(&[(10, &[(STABLE, RUN), (FROZEN, RUN)])], &[]);
+    let mut c = Case::new(&[(10, "a")], cov);
+    let base = c.ledger.clone().unwrap();
+    // Unchanged ledger: nothing to report.
+    c.head_ledger = Some(base.clone());
+    assert_eq!(c.run().codes(), ["some_frozen"]);
+    // Freezing the only stable witness of its own line.
+    let mut head = base.clone();
+    head.entries.push(entry(STABLE, "@me", "2027-01-31"));
+    c.head_ledger = Some(head);
+    let r = c.run();
+    assert_eq!(r.verdict, Verdict::Inconclusive);
+    assert_eq!(r.codes(), ["self_freeze", "some_frozen", "ledger_edited"]);
+    assert_eq!(r.reasons[0].tests, vec![TestId::new(STABLE)]);
+    assert_eq!(r.ledger_changes.len(), 1);
+    // Extending the freeze of a witness is a self-freeze too.
+    let mut head = base.clone();
+    head.entries[0].expires = date("2027-06-30");
+    c.head_ledger = Some(head);
+    assert_eq!(c.run().codes()[0], "self_freeze");
+    // Freezing an unrelated test is reported, not blocking.
+    let mut head = base;
+    head.entries
+        .push(entry("tests/test_other.py::test_unrelated", "@me", "2027-01-31"));
+    c.head_ledger = Some(head);
+    let r = c.run();
+    assert_eq!(r.verdict, Verdict::PassWithCaveat);
+    assert_eq!(r.codes(), ["some_frozen", "ledger_edited"]);
 }
