@@ -71,6 +71,13 @@ pub struct Deletion {
     pub text: Vec<String>,
 }
 
+/// A line the patch removed, numbered on the old (base) side.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RemovedLine {
+    pub line: u32,
+    pub text: String,
+}
+
 /// One file of the patch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FileChange {
@@ -86,6 +93,9 @@ pub struct FileChange {
     pub added: Vec<AddedLine>,
     /// Pure deletions, ascending.
     pub deletions: Vec<Deletion>,
+    /// Every removed line (pure deletions and replaced lines), old-side numbers:
+    /// what the trust rules read to see an assertion loosened or removed.
+    pub removed: Vec<RemovedLine>,
 }
 
 impl FileChange {
@@ -255,6 +265,7 @@ fn gh_file(file: &str, json: &str, index: usize, e: GhEntry) -> Result<FileChang
         lines_known: patch.is_some() || e.changes == 0,
         added: Vec::new(),
         deletions: Vec::new(),
+        removed: Vec::new(),
     };
     if let Some(p) = patch {
         let p = normalize_eol(p);
@@ -295,9 +306,10 @@ fn gh_file(file: &str, json: &str, index: usize, e: GhEntry) -> Result<FileChang
                 ),
             ));
         }
-        let (added, deletions) = lines_of(parsed.hunks()).map_err(|m| bad(1, None, m))?;
+        let (added, deletions, removed) = lines_of(parsed.hunks()).map_err(|m| bad(1, None, m))?;
         fc.added = added;
         fc.deletions = deletions;
+        fc.removed = removed;
     }
     Ok(fc)
 }
@@ -939,7 +951,7 @@ fn build_file(file: &str, text: &str, s: &Section) -> Result<FileChange, InputEr
             "expected a file name in the headers of the file that starts here".into(),
         ));
     }
-    let (added, deletions) = lines_of(hunks).map_err(fail)?;
+    let (added, deletions, removed) = lines_of(hunks).map_err(fail)?;
     Ok(FileChange {
         path,
         old_path,
@@ -948,6 +960,7 @@ fn build_file(file: &str, text: &str, s: &Section) -> Result<FileChange, InputEr
         lines_known: true,
         added,
         deletions,
+        removed,
     })
 }
 
@@ -1015,6 +1028,7 @@ fn plain_binary(l: &str) -> Result<FileChange, String> {
         lines_known: true,
         added: Vec::new(),
         deletions: Vec::new(),
+        removed: Vec::new(),
     })
 }
 
@@ -1026,11 +1040,14 @@ fn to_u32(n: usize) -> Result<u32, String> {
     u32::try_from(n).map_err(|_| format!("expected line numbers of at most {}, found {n}", u32::MAX))
 }
 
-/// Added lines and pure deletions of a file's hunks.
-fn lines_of(hunks: &[diffy::Hunk<'_, str>]) -> Result<(Vec<AddedLine>, Vec<Deletion>), String> {
+type FileLines = (Vec<AddedLine>, Vec<Deletion>, Vec<RemovedLine>);
+
+/// Added lines, pure deletions and every removed line of a file's hunks.
+fn lines_of(hunks: &[diffy::Hunk<'_, str>]) -> Result<FileLines, String> {
     use diffy::Line;
     let mut added = Vec::new();
     let mut deletions = Vec::new();
+    let mut removed = Vec::new();
     for h in hunks {
         // An empty range's start names the line before it (`@@ -15,2 +14,0 @@`).
         let mut old = h.old_range().start() + usize::from(h.old_range().is_empty());
@@ -1054,6 +1071,14 @@ fn lines_of(hunks: &[diffy::Hunk<'_, str>]) -> Result<(Vec<AddedLine>, Vec<Delet
                 }
                 Line::Delete(_) => {
                     let j = i + lines[i..].iter().take_while(|l| matches!(l, Line::Delete(_))).count();
+                    for (k, l) in lines[i..j].iter().enumerate() {
+                        if let Line::Delete(t) = l {
+                            removed.push(RemovedLine {
+                                line: to_u32(old + k)?,
+                                text: line_text(t),
+                            });
+                        }
+                    }
                     let replaced = (i > 0 && matches!(lines[i - 1], Line::Insert(_)))
                         || matches!(lines.get(j), Some(Line::Insert(_)));
                     if !replaced {
@@ -1076,7 +1101,7 @@ fn lines_of(hunks: &[diffy::Hunk<'_, str>]) -> Result<(Vec<AddedLine>, Vec<Delet
             }
         }
     }
-    Ok((added, deletions))
+    Ok((added, deletions, removed))
 }
 
 #[cfg(test)]

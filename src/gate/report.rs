@@ -69,6 +69,10 @@ pub enum ReasonCode {
     SomeFrozen,
     /// Caveat: the patch edits the ledger (listed entry by entry).
     LedgerEdited,
+    /// Caveat: some changed line's only stable witnesses are tests the patch adds.
+    SelfWitness,
+    /// Caveat: the patch adds retries, sleeps, skips; widens tolerances; removes assertions or tests.
+    WeakenedTest,
     /// Caveat: some changed lines (or files) have no stable witness.
     BlindLines,
     /// Caveat: lines witnessed only in fixture setup/teardown.
@@ -94,7 +98,9 @@ impl ReasonCode {
             | FrozenOnly
             | BlindLinesStrict => Verdict::Inconclusive,
             Failed => Verdict::Fail,
-            SomeFrozen | LedgerEdited | BlindLines | PhaseOnlyWitness | NoResults => Verdict::PassWithCaveat,
+            SomeFrozen | LedgerEdited | SelfWitness | WeakenedTest | BlindLines | PhaseOnlyWitness | NoResults => {
+                Verdict::PassWithCaveat
+            }
             NoExecutableChange | AllStable => Verdict::Pass,
         }
     }
@@ -106,6 +112,8 @@ impl ReasonCode {
             EvidenceConfigChanged => "evidence_config_changed",
             SelfFreeze => "self_freeze",
             LedgerEdited => "ledger_edited",
+            SelfWitness => "self_witness",
+            WeakenedTest => "weakened_test",
             InvalidLedger => "invalid_ledger",
             Failed => "failed",
             Expired => "expired",

@@ -137,6 +137,7 @@ mod tests {
                 })
                 .collect(),
             deletions: vec![],
+            removed: vec![],
         }
     }
 
@@ -320,5 +321,276 @@ mod ledger_change_tests {
             ]
         );
         assert!(ledger_changes(&base, &base).is_empty());
+    }
+}
+
+/// Is this a pytest test file (or its configuration)?
+pub fn is_test_file(path: &str) -> bool {
+    let name = file_name(path);
+    name.ends_with(".py")
+        && (path.starts_with("tests/")
+            || path.contains("/tests/")
+            || name.starts_with("test_")
+            || name.ends_with("_test.py")
+            || name == "conftest.py")
+}
+
+/// One way the patch weakens a test, with where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Weakening {
+    pub location: Location,
+    pub what: String,
+}
+
+/// Added lines that weaken a test: (needles, what it is). Matched on the line's code,
+/// not on comments.
+const WEAKENING_ADDED: &[(&[&str], &str)] = &[
+    (
+        &[
+            "mark.flaky",
+            "@flaky",
+            "reruns=",
+            "rerunfailures",
+            "@retry",
+            "tenacity",
+            "backoff.on_exception",
+        ],
+        "adds retries",
+    ),
+    (&["time.sleep(", "asyncio.sleep(", " sleep("], "adds a sleep"),
+    (
+        &[
+            "mark.skip",
+            "mark.xfail",
+            "pytest.skip(",
+            "pytest.xfail(",
+            "unittest.skip",
+            "@skip",
+            "pytest.importorskip(",
+        ],
+        "adds a skip or xfail",
+    ),
+];
+
+fn code_part(text: &str) -> &str {
+    // Good enough for the signals: cut at a `#` that is not inside quotes.
+    let mut in_s: Option<char> = None;
+    for (i, c) in text.char_indices() {
+        match (in_s, c) {
+            (None, '#') => return &text[..i],
+            (None, '\'' | '"') => in_s = Some(c),
+            (Some(q), c) if c == q => in_s = None,
+            _ => {}
+        }
+    }
+    text
+}
+
+fn is_assert(text: &str) -> bool {
+    let t = code_part(text).trim_start();
+    t.starts_with("assert ") || t.starts_with("assert(") || t.contains("self.assert") || t.contains("pytest.raises(")
+}
+
+fn widens_tolerance(text: &str) -> bool {
+    let t = code_part(text);
+    (t.contains("approx(") && (t.contains("rel=") || t.contains("abs=")))
+        || (t.contains("assertAlmostEqual(") && (t.contains("places=") || t.contains("delta=")))
+        || (t.contains("isclose(") && (t.contains("rel_tol=") || t.contains("abs_tol=")))
+}
+
+fn test_def_name(text: &str) -> Option<&str> {
+    let t = code_part(text).trim_start();
+    let t = t.strip_prefix("async ").unwrap_or(t);
+    let rest = t.strip_prefix("def ")?;
+    let name = &rest[..rest.find('(')?];
+    name.starts_with("test").then_some(name)
+}
+
+/// Every way the patch weakens its test files (`weakened_test`).
+pub fn weakenings(patch: &Patch) -> Vec<Weakening> {
+    let mut out = Vec::new();
+    for fc in patch
+        .files
+        .iter()
+        .filter(|f| is_test_file(&f.path) || f.old_path.as_deref().is_some_and(is_test_file))
+    {
+        let at = |line: u32| Location::at(fc.path.clone(), line as usize, None);
+        if fc.status == crate::gate::diff::FileStatus::Deleted {
+            out.push(Weakening {
+                location: Location::file(fc.path.clone()),
+                what: "deletes a test file".into(),
+            });
+            continue;
+        }
+        for l in &fc.added {
+            let code = code_part(&l.text);
+            for (needles, what) in WEAKENING_ADDED {
+                if needles.iter().any(|n| code.contains(n)) {
+                    out.push(Weakening {
+                        location: at(l.line),
+                        what: format!("{what}: `{}`", l.text.trim()),
+                    });
+                }
+            }
+            if widens_tolerance(&l.text) && !fc.removed.iter().any(|r| r.text.trim() == l.text.trim()) {
+                out.push(Weakening {
+                    location: at(l.line),
+                    what: format!("sets a tolerance: `{}`", l.text.trim()),
+                });
+            }
+        }
+        // Assertions removed: more assert lines leave than arrive.
+        let removed_asserts: Vec<_> = fc.removed.iter().filter(|r| is_assert(&r.text)).collect();
+        let added_asserts = fc.added.iter().filter(|a| is_assert(&a.text)).count();
+        if removed_asserts.len() > added_asserts {
+            let first = removed_asserts[0];
+            out.push(Weakening {
+                location: Location::at(format!("{} (base)", fc.path), first.line as usize, None),
+                what: format!(
+                    "removes {} assertion{} (e.g. `{}`)",
+                    removed_asserts.len() - added_asserts,
+                    if removed_asserts.len() - added_asserts == 1 {
+                        ""
+                    } else {
+                        "s"
+                    },
+                    first.text.trim()
+                ),
+            });
+        }
+        // Test functions deleted.
+        let added_defs: Vec<&str> = fc.added.iter().filter_map(|a| test_def_name(&a.text)).collect();
+        for r in &fc.removed {
+            if let Some(name) = test_def_name(&r.text) {
+                if !added_defs.contains(&name) {
+                    out.push(Weakening {
+                        location: Location::at(format!("{} (base)", fc.path), r.line as usize, None),
+                        what: format!("deletes the test `{name}`"),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Tests the patch itself adds: a new test file's tests, and `def test_…` lines it adds.
+/// (A test whose body alone changes is not seen: the diff does not say which
+/// function a hunk is in.)
+pub fn tests_added_by(patch: &Patch, test: &crate::gate::TestId) -> bool {
+    let file = test.file();
+    let Some(fc) = patch.files.iter().find(|f| f.path == file) else {
+        return false;
+    };
+    if fc.status == crate::gate::diff::FileStatus::Added {
+        return true;
+    }
+    let name = test.base().rsplit("::").next().unwrap_or("");
+    fc.added.iter().any(|a| test_def_name(&a.text) == Some(name))
+}
+
+#[cfg(test)]
+mod weakening_tests {
+    use super::*;
+    use crate::gate::diff::{AddedLine, FileStatus, RemovedLine};
+
+    fn fc(path: &str, added: &[&str], removed: &[&str]) -> FileChange {
+        FileChange {
+            path: path.into(),
+            old_path: None,
+            status: FileStatus::Modified,
+            binary: false,
+            lines_known: true,
+            added: added
+                .iter()
+                .enumerate()
+                .map(|(i, t)| AddedLine {
+                    line: i as u32 + 10,
+                    text: t.to_string(),
+                })
+                .collect(),
+            deletions: vec![],
+            removed: removed
+                .iter()
+                .enumerate()
+                .map(|(i, t)| RemovedLine {
+                    line: i as u32 + 10,
+                    text: t.to_string(),
+                })
+                .collect(),
+        }
+    }
+
+    fn whats(f: FileChange) -> Vec<String> {
+        weakenings(&Patch { files: vec![f] })
+            .into_iter()
+            .map(|w| w.what)
+            .collect()
+    }
+
+    #[test]
+    fn signals() {
+        let t = "tests/test_refunds.py";
+        let flagged: &[(&[&str], &[&str], &str)] = &[
+            (&["@pytest.mark.flaky(reruns=3)"], &[], "adds retries"),
+            (&["    time.sleep(0.5)"], &[], "adds a sleep"),
+            (&["@pytest.mark.xfail(reason='flaky')"], &[], "adds a skip or xfail"),
+            (&["@pytest.mark.skipif(True, reason='x')"], &[], "adds a skip or xfail"),
+            (
+                &["    assert total == pytest.approx(10, rel=0.5)"],
+                &["    assert total == 10"],
+                "sets a tolerance",
+            ),
+            (&[], &["    assert refund == 5"], "removes 1 assertion"),
+            (
+                &[],
+                &["def test_refund_amount():"],
+                "deletes the test `test_refund_amount`",
+            ),
+        ];
+        for (added, removed, want) in flagged {
+            let got = whats(fc(t, added, removed));
+            assert!(
+                got.iter().any(|w| w.starts_with(want)),
+                "{added:?} {removed:?}: {got:?}"
+            );
+        }
+        // Honest edits stay quiet.
+        let quiet: &[(&[&str], &[&str])] = &[
+            (&["    assert refund == 6"], &["    assert refund == 5"]),
+            (&["def test_new_case():", "    assert f(2) == 4"], &[]),
+            (&["    # time.sleep is not needed here"], &[]),
+        ];
+        for (added, removed) in quiet {
+            assert_eq!(
+                whats(fc(t, added, removed)),
+                Vec::<String>::new(),
+                "{added:?} {removed:?}"
+            );
+        }
+        // Not a test file: not a test weakening.
+        assert!(whats(fc("src/shop/refunds.py", &["    time.sleep(1)"], &[])).is_empty());
+        let mut gone = fc(t, &[], &[]);
+        gone.status = FileStatus::Deleted;
+        assert_eq!(whats(gone), ["deletes a test file"]);
+    }
+
+    #[test]
+    fn tests_the_patch_adds() {
+        let p = Patch {
+            files: vec![fc("tests/test_a.py", &["def test_new(x):", "    assert x"], &[])],
+        };
+        assert!(tests_added_by(
+            &p,
+            &crate::gate::TestId::new("tests/test_a.py::test_new[1]")
+        ));
+        assert!(!tests_added_by(
+            &p,
+            &crate::gate::TestId::new("tests/test_a.py::test_old")
+        ));
+        assert!(!tests_added_by(
+            &p,
+            &crate::gate::TestId::new("tests/test_b.py::test_new")
+        ));
     }
 }

@@ -508,6 +508,64 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
             );
         }
     }
+    // Caveat signals: tests the patch weakens, and lines only its own new tests witness.
+    let weakened = crate::gate::trust::weakenings(input.patch);
+    if !weakened.is_empty() {
+        let list: Vec<String> = weakened
+            .iter()
+            .take(5)
+            .map(|w| format!("{}: {}", w.location, w.what))
+            .collect();
+        reasons.push(
+            Reason::new(
+                ReasonCode::WeakenedTest,
+                format!(
+                    "the patch weakens its tests ({}{}); a reviewer must confirm each is intended, or revert it",
+                    list.join("; "),
+                    if weakened.len() > 5 {
+                        format!("; and {} more", weakened.len() - 5)
+                    } else {
+                        String::new()
+                    }
+                ),
+            )
+            .at(weakened.iter().map(|w| w.location.clone()).collect()),
+        );
+    }
+    if ev.coverage.is_some() {
+        let mut self_lines = Vec::new();
+        let mut self_tests: Vec<TestId> = Vec::new();
+        for f in &files {
+            for l in f.lines.iter().filter(|l| l.class == LineClass::Stable) {
+                let stable: Vec<&LineWitness> = l.witnesses.iter().filter(|w| w.status.is_stable()).collect();
+                if !stable.is_empty()
+                    && stable
+                        .iter()
+                        .all(|w| crate::gate::trust::tests_added_by(input.patch, &w.test))
+                {
+                    self_lines.push(Location::at(f.path.clone(), l.line as usize, None));
+                    self_tests.extend(stable.iter().map(|w| w.test.clone()));
+                }
+            }
+        }
+        if !self_lines.is_empty() {
+            self_tests.sort();
+            self_tests.dedup();
+            reasons.push(
+                Reason::new(
+                    ReasonCode::SelfWitness,
+                    format!(
+                        "{} changed line{} are witnessed only by tests this patch adds ({}): the patch vouches for itself; a reviewer must read those tests",
+                        self_lines.len(),
+                        plural(self_lines.len()),
+                        short_list(&self_tests, 5)
+                    ),
+                )
+                .at(self_lines)
+                .tests(self_tests),
+            );
+        }
+    }
     if ev.results.is_none() && needs_evidence_units > 0 {
         reasons.push(Reason::new(
             ReasonCode::NoResults,
@@ -749,7 +807,9 @@ fn account_file(
         deletions: Vec::new(),
     };
     let code_deletion = |d: &crate::gate::diff::Deletion| d.text.iter().any(|t| !is_non_code_text(t));
-    if globs.is_match(&fc.path) && fc.old_path.as_deref().is_none_or(|p| globs.is_match(p)) {
+    // Test code is the evidence, not what needs it: the trust rules judge its changes.
+    let test_code = crate::gate::trust::is_test_file(&fc.path);
+    if test_code || (globs.is_match(&fc.path) && fc.old_path.as_deref().is_none_or(|p| globs.is_match(p))) {
         fr.evidence = FileEvidence::NotNeeded;
         fr.deletions = fc
             .deletions

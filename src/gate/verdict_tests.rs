@@ -33,6 +33,7 @@ fn file_change(lines: &[(u32, &str)]) -> FileChange {
             })
             .collect(),
         deletions: vec![],
+        removed: vec![],
     }
 }
 
@@ -491,4 +492,29 @@ fn the_patch_may_not_freeze_its_own_witnesses() {
     let r = c.run();
     assert_eq!(r.verdict, Verdict::PassWithCaveat);
     assert_eq!(r.codes(), ["some_frozen", "ledger_edited"]);
+}
+
+#[test]
+fn caveat_signals_weakened_tests_and_self_witnesses() {
+    // A sleep added to a test file: caveat, with the line.
+    let mut c = Case::new(&[(10, "a")], coverage(&[(10, &[(STABLE, RUN)])], &[]));
+    let mut t = file_change(&[(5, "    time.sleep(1)")]);
+    t.path = "tests/test_refunds.py".into();
+    c.patch.files.push(t);
+    let r = c.run();
+    assert_eq!(r.verdict, Verdict::PassWithCaveat);
+    assert!(r.codes().contains(&"weakened_test"), "{:?}", r.codes());
+    let w = r.reasons.iter().find(|x| x.code.as_str() == "weakened_test").unwrap();
+    assert_eq!(w.locations[0].to_string(), "tests/test_refunds.py:5");
+
+    // The changed line's only stable witness is a test the patch adds.
+    let mut c = Case::new(&[(10, "a")], coverage(&[(10, &[(STABLE, RUN)])], &[]));
+    let mut t = file_change(&[(1, "def test_refund():"), (2, "    assert refund(1) == 1")]);
+    t.path = "tests/test_refunds.py".into();
+    c.patch.files.push(t);
+    let r = c.run();
+    assert_eq!(r.codes(), ["self_witness"], "{:#?}", r.reasons);
+    // A worse verdict is never upgraded by a caveat.
+    c.results = Some(results(&[(STABLE, Outcome::Failed)]));
+    assert_eq!(c.run().verdict, Verdict::Fail);
 }
