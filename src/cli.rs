@@ -287,6 +287,21 @@ fn check(args: CheckArgs) -> anyhow::Result<i32> {
     };
     let mut loaded = load::load_evidence(&sources, &patch, ledger.as_ref().ok());
     inputs.extend(loaded.digests.clone());
+    // With --base, CODEOWNERS at the base names the owners of unwitnessed lines.
+    if let Some(rev) = &args.base {
+        for path in crate::gate::codeowners::CODEOWNERS_PATHS {
+            if let Some(bytes) = git_show(rev, path).map_err(|e| Unusable(format!("{e:#}")))? {
+                let name = format!("{rev}:{path}");
+                inputs.push(InputDigest::of("codeowners", &name, &bytes));
+                let co = crate::gate::codeowners::CodeOwners::parse(&String::from_utf8_lossy(&bytes));
+                for (line, why) in &co.skipped {
+                    notes.push(format!("{name}:{line}: {why}; that line was not used"));
+                }
+                loaded.evidence.codeowners = Some(co);
+                break;
+            }
+        }
+    }
     // With --base, the ledger as the patch leaves it: its edits are reported
     // entry by entry (and a freeze of the patch's own witnesses caught), never obeyed.
     if args.base.is_some() && args.ledger.is_none() {

@@ -10,3 +10,4 @@ pub mod publish;
 pub mod render;
 pub mod server;
 pub mod store;
+pub mod worker;

@@ -177,3 +177,51 @@ fn a_patch_that_freezes_its_own_witness_is_inconclusive() {
     );
     assert_eq!(v["reasons"][0]["tests"][0], "tests/test_pricing.py::test_apply_tax");
 }
+
+#[test]
+fn codeowners_at_base_name_the_owners_of_blind_lines() {
+    let (t, base) = checkout("uncovered");
+    let repo = t.path();
+    // CODEOWNERS added by the head commit is not read: only the base's counts.
+    std::fs::create_dir_all(repo.join(".github")).unwrap();
+    std::fs::write(repo.join(".github/CODEOWNERS"), "* @intruder\n").unwrap();
+    git(repo, &["add", "-A"]);
+    git(repo, &["commit", "-q", "-m", "codeowners in head"]);
+    let v = check(repo, &base, "uncovered");
+    assert!(
+        v["blind_owners"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|o| o["owner"] != "@intruder"),
+        "{:#}",
+        v["blind_owners"]
+    );
+
+    // A base that has CODEOWNERS: its owner of src/shop/util.py is named.
+    let (t, _) = checkout("uncovered");
+    let repo = t.path();
+    git(repo, &["checkout", "-q", "HEAD~1"]);
+    std::fs::write(repo.join(".github/CODEOWNERS"), "/src/shop/util.py @shop/util-owners\n").unwrap();
+    git(repo, &["add", "-A"]);
+    git(repo, &["commit", "-q", "-m", "codeowners"]);
+    let base2 = git(repo, &["rev-parse", "HEAD"]);
+    git(repo, &["checkout", "-q", "-b", "pr"]);
+    let patch = root().join("tests/fixtures/cases/uncovered/diff.patch");
+    git(repo, &["apply", patch.to_str().unwrap()]);
+    git(repo, &["commit", "-q", "-am", "head"]);
+    let v = check(repo, &base2, "uncovered");
+    let owner = v["blind_owners"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["owner"] == "@shop/util-owners")
+        .unwrap_or_else(|| panic!("{:#}", v["blind_owners"]));
+    assert_eq!(owner["handle"], "@shop/util-owners");
+    assert_eq!(owner["actions"][0], "add-test");
+    assert!(v["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|i| i["role"] == "codeowners"));
+}

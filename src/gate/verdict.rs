@@ -46,6 +46,8 @@ pub struct Evidence {
     /// is frozen — the base ledger is — only to report the patch's own edits
     /// and catch a patch freezing its own witnesses.
     pub head_ledger: Option<Ledger>,
+    /// CODEOWNERS at the base commit: owners of changed lines no stable test witnesses.
+    pub codeowners: Option<crate::gate::codeowners::CodeOwners>,
 }
 
 /// Everything the gate decides on.
@@ -629,6 +631,41 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
                 }
             }
             _ => {}
+        }
+    }
+    // CODEOWNERS: the owners of changed lines that no stable test witnesses.
+    if let Some(co) = &ev.codeowners {
+        for f in files.iter().filter(|f| f.is_blind()) {
+            let owners = co.owners_of(&f.path);
+            if owners.is_empty() {
+                continue;
+            }
+            let what = if f.evidence == FileEvidence::Blind {
+                format!(
+                    "{} is blind ({})",
+                    f.path,
+                    f.blind_reason.as_deref().unwrap_or("no stable witness")
+                )
+            } else {
+                let mut lines: Vec<u32> = f
+                    .uncovered_lines
+                    .iter()
+                    .chain(&f.frozen_only_lines)
+                    .chain(&f.excluded_lines)
+                    .copied()
+                    .collect();
+                lines.sort();
+                format!(
+                    "{} lines {} have no stable witness",
+                    f.path,
+                    crate::gate::report::line_list(&lines)
+                )
+            };
+            for owner in owners {
+                let bo = blind_owner(&mut blind, owner, input.config);
+                bo.why.push(format!("CODEOWNERS: {what}"));
+                push_action(bo, "add-test");
+            }
         }
     }
     if !unowned_unstable.is_empty() {

@@ -117,6 +117,7 @@ struct Case {
     results: Option<TestResults>,
     config: Config,
     head_ledger: Option<Ledger>,
+    codeowners: Option<crate::gate::codeowners::CodeOwners>,
 }
 
 impl Case {
@@ -137,6 +138,7 @@ impl Case {
             ])),
             config: Config::default(),
             head_ledger: None,
+            codeowners: None,
         }
     }
     fn run(&self) -> Report {
@@ -148,6 +150,7 @@ impl Case {
             meta: None,
             problems: vec![],
             head_ledger: self.head_ledger.clone(),
+            codeowners: self.codeowners.clone(),
         };
         evaluate(&GateInput {
             patch: &self.patch,
@@ -517,4 +520,29 @@ fn caveat_signals_weakened_tests_and_self_witnesses() {
     // A worse verdict is never upgraded by a caveat.
     c.results = Some(results(&[(STABLE, Outcome::Failed)]));
     assert_eq!(c.run().verdict, Verdict::Fail);
+}
+
+#[test]
+fn codeowners_of_blind_lines_are_blind_owners() {
+    let mut c = Case::new(&[(10, "x"), (20, "y")], coverage(&[(10, &[(STABLE, RUN)])], &[20]));
+    c.codeowners = Some(crate::gate::codeowners::CodeOwners::parse(
+        "* @org/all\nsrc/shop/ @shop/core payments-lead\n",
+    ));
+    let r = c.run();
+    let owners: Vec<(&str, Option<&str>)> = r
+        .blind_owners
+        .iter()
+        .map(|o| (o.owner.as_str(), o.handle.as_deref()))
+        .collect();
+    assert_eq!(owners, [("@shop/core", Some("@shop/core")), ("payments-lead", None)]);
+    assert!(
+        r.blind_owners[0].why[0].contains("src/shop/refunds.py lines 20 have no stable witness"),
+        "{:?}",
+        r.blind_owners[0].why
+    );
+    assert_eq!(r.blind_owners[0].actions, ["add-test"]);
+    // Nothing blind: nobody named.
+    let mut c = Case::new(&[(10, "x")], coverage(&[(10, &[(STABLE, RUN)])], &[]));
+    c.codeowners = Some(crate::gate::codeowners::CodeOwners::parse("* @org/all\n"));
+    assert!(c.run().blind_owners.is_empty());
 }

@@ -218,9 +218,21 @@ pub fn serve_from_env() -> anyhow::Result<i32> {
         let store = Store::open(config.database_url.expose_secret(), RetryPolicy::default())
             .await
             .context("opening the store (DATABASE_URL)")?;
-        // The worker is not built yet: deliveries are queued durably and wait for it.
-        tracing::warn!("no job worker in this build: webhooks are verified and queued only");
-        serve(&config, Arc::new(store), None).await
+        let credentials = crate::github::AppCredentials::from_pem(
+            crate::github::AppId(config.app_id),
+            config.private_key.expose_secret().as_bytes(),
+        )
+        .context("FLAKEGATE_PRIVATE_KEY")?;
+        let github =
+            crate::github::GithubApp::new(&config.github_api_url, credentials).context("FLAKEGATE_GITHUB_API_URL")?;
+        let store = Arc::new(store);
+        let worker = crate::worker::Worker::new(
+            store.clone(),
+            github,
+            crate::worker::WorkerConfig::default(),
+            Arc::new(Utc::now),
+        );
+        serve(&config, store, Some(worker.into_task())).await
     })?;
     Ok(0)
 }
