@@ -586,8 +586,36 @@ impl Worker {
             dir: Some(dir),
             ..EvidenceSources::default()
         };
-        let loaded = load::load_evidence(&sources, &patch, ledger.as_ref().ok());
+        let mut loaded = load::load_evidence(&sources, &patch, ledger.as_ref().ok());
         inputs.extend(loaded.digests.clone());
+
+        // The ledger as the patch leaves it: its edits are reported, never obeyed.
+        if let Some(bytes) = t.client.file_at(&t.repo, &config.ledger, &head_sha).await? {
+            let name = format!("{head}:{}", config.ledger);
+            match load::text_of(&name, &bytes)
+                .map_err(|e| vec![e])
+                .and_then(|text| parse_ledger(&name, &text, config.policy.max_freeze_days))
+            {
+                Ok(l) => loaded.evidence.head_ledger = Some(l),
+                Err(errors) => notes.push(format!(
+                    "the patch leaves the ledger invalid, which will block the next pull request: {}",
+                    errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ")
+                )),
+            }
+        }
+        // CODEOWNERS at the base names the owners of unwitnessed lines.
+        for path in crate::gate::codeowners::CODEOWNERS_PATHS {
+            if let Some(bytes) = t.client.file_at(&t.repo, path, &base).await? {
+                let name = format!("{base}:{path}");
+                inputs.push(InputDigest::of("codeowners", &name, &bytes));
+                let co = crate::gate::codeowners::CodeOwners::parse(&String::from_utf8_lossy(&bytes));
+                for (line, why) in &co.skipped {
+                    notes.push(format!("{name}:{line}: {why}; that line was not used"));
+                }
+                loaded.evidence.codeowners = Some(co);
+                break;
+            }
+        }
 
         let input = GateInput {
             patch: &patch,

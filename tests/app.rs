@@ -272,24 +272,40 @@ impl App {
             "path": ".github/flake-ledger.json",
             "content": base64(&ledger),
         });
+        // Read twice per evaluation: at the base (the ledger in force) and at the
+        // head (only to report the patch's own edits; here it has none).
         self.fake
             .mock(
                 "GET",
                 &repo_path("/contents/.github/flake-ledger.json"),
-                times,
+                times * 2,
                 move |req| {
-                    assert_eq!(
-                        req.url
-                            .query_pairs()
-                            .find(|(k, _)| k == "ref")
-                            .map(|(_, v)| v.into_owned()),
-                        Some(BASE.to_owned()),
-                        "the ledger must be read at the base sha"
+                    let at = req
+                        .url
+                        .query_pairs()
+                        .find(|(k, _)| k == "ref")
+                        .map(|(_, v)| v.into_owned());
+                    assert!(
+                        at.as_deref() == Some(BASE) || at.as_deref() == Some(HEAD),
+                        "the ledger is read at the base or the head sha, got {at:?}"
                     );
                     ResponseTemplate::new(200).set_body_json(content.clone())
                 },
             )
             .await;
+        // No CODEOWNERS at the base, in any of GitHub's three places.
+        for path in flakegate::gate::codeowners::CODEOWNERS_PATHS {
+            self.fake
+                .mock("GET", &repo_path(&format!("/contents/{path}")), times, |req| {
+                    assert!(
+                        req.url.query_pairs().any(|(k, v)| k == "ref" && v == BASE),
+                        "CODEOWNERS must be read at the base sha: {}",
+                        req.url
+                    );
+                    ResponseTemplate::new(404).set_body_json(json!({ "message": "Not Found" }))
+                })
+                .await;
+        }
     }
 
     async fn mount_diff(&self, times: u64) {
