@@ -91,12 +91,21 @@ impl std::fmt::Debug for Worker {
 enum Failure {
     /// Try again after the store's backoff.
     Retryable(String),
+    /// Try again, not before this long (GitHub's `Retry-After` or rate-limit reset).
+    RetryAfter(String, std::time::Duration),
     /// Retrying will not help: publish INCONCLUSIVE saying this.
     Fatal(String),
 }
 
 impl From<GithubError> for Failure {
     fn from(e: GithubError) -> Self {
+        if let GithubError::Retryable {
+            retry_after: Some(wait),
+            ..
+        } = &e
+        {
+            return Failure::RetryAfter(e.to_string(), *wait);
+        }
         if e.is_retryable() {
             Failure::Retryable(e.to_string())
         } else {
@@ -244,18 +253,25 @@ impl Worker {
             }
             match self.process(job).await {
                 Ok(()) => self.store.complete(job.id).await,
-                Err(Failure::Retryable(msg)) => match self.store.fail(job.id, &msg, self.now()).await? {
-                    Failed::Retry { at } => {
-                        tracing::warn!(%at, "will retry: {msg}");
-                        Ok(())
+                Err(failure @ (Failure::Retryable(_) | Failure::RetryAfter(..))) => {
+                    let now = self.now();
+                    let (msg, not_before) = match failure {
+                        Failure::RetryAfter(msg, wait) => (msg, chrono::Duration::from_std(wait).ok().map(|w| now + w)),
+                        Failure::Retryable(msg) | Failure::Fatal(msg) => (msg, None),
+                    };
+                    match self.store.fail_not_before(job.id, &msg, now, not_before).await? {
+                        Failed::Retry { at } => {
+                            tracing::warn!(%at, "will retry: {msg}");
+                            Ok(())
+                        }
+                        Failed::Dead => {
+                            tracing::error!("out of attempts: {msg}");
+                            self.give_up(job, &format!("gave up after {} attempts: {msg}", policy.max_attempts))
+                                .await;
+                            Ok(())
+                        }
                     }
-                    Failed::Dead => {
-                        tracing::error!("out of attempts: {msg}");
-                        self.give_up(job, &format!("gave up after {} attempts: {msg}", policy.max_attempts))
-                            .await;
-                        Ok(())
-                    }
-                },
+                }
                 Err(Failure::Fatal(msg)) => {
                     tracing::error!("cannot evaluate: {msg}");
                     self.give_up(job, &msg).await;
@@ -929,6 +945,25 @@ fn inconclusive_fields(head: &str, why: &str) -> CheckRunFields {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn github_waits_become_the_retry_time() {
+        let wait = std::time::Duration::from_secs(7);
+        let e = GithubError::Retryable {
+            retry_after: Some(wait),
+            message: "429".into(),
+        };
+        assert!(matches!(Failure::from(e), Failure::RetryAfter(_, w) if w == wait));
+        let e = GithubError::Retryable {
+            retry_after: None,
+            message: "502".into(),
+        };
+        assert!(matches!(Failure::from(e), Failure::Retryable(_)));
+        assert!(matches!(
+            Failure::from(GithubError::NotFound("x".into())),
+            Failure::Fatal(_)
+        ));
+    }
 
     #[test]
     fn workflow_names() {

@@ -207,6 +207,28 @@ async fn backoff_and_dead_letter(db: &Db) {
     assert_eq!(s.claim("w", retry2 + Span::days(1), LEASE).await.unwrap(), None);
 }
 
+async fn retry_after_wins_when_longer(db: &Db) {
+    let s = db.open().await;
+    s.record_delivery(&delivery("d1", 1, "a"), t0()).await.unwrap();
+    let job = s.claim("w", t0(), LEASE).await.unwrap().unwrap();
+    // GitHub asked for a minute: the 10 s backoff gives way.
+    let later = t0() + Span::seconds(60);
+    assert_eq!(
+        s.fail_not_before(job.id, "429", t0(), Some(later)).await.unwrap(),
+        Failed::Retry { at: later }
+    );
+    assert_eq!(s.claim("w", later - Span::milliseconds(1), LEASE).await.unwrap(), None);
+    let job = s.claim("w", later, LEASE).await.unwrap().unwrap();
+    // A Retry-After shorter than the backoff does not shorten it.
+    let backoff = later + Span::seconds(20);
+    assert_eq!(
+        s.fail_not_before(job.id, "429", later, Some(later + Span::seconds(1)))
+            .await
+            .unwrap(),
+        Failed::Retry { at: backoff }
+    );
+}
+
 async fn release(db: &Db) {
     let s = db.open().await;
     s.record_delivery(&delivery("d1", 1, "a"), t0()).await.unwrap();
@@ -331,6 +353,7 @@ contract!(
     claim_once_under_concurrency,
     lease_expiry,
     backoff_and_dead_letter,
+    retry_after_wins_when_longer,
     release,
     supersede,
     publish_state,

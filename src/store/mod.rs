@@ -216,7 +216,19 @@ impl Store {
 
     /// Count a failed attempt: queue again after the backoff, or dead after the last attempt.
     pub async fn fail(&self, id: JobId, error: &str, now: DateTime<Utc>) -> anyhow::Result<Failed> {
-        dispatch!(self, s => s.fail(id, error, now).await)
+        dispatch!(self, s => s.fail(id, error, now, None).await)
+    }
+
+    /// [`Store::fail`], but not retried before `not_before` (GitHub's `Retry-After`
+    /// or rate-limit reset) when that is later than the backoff.
+    pub async fn fail_not_before(
+        &self,
+        id: JobId,
+        error: &str,
+        now: DateTime<Utc>,
+        not_before: Option<DateTime<Utc>>,
+    ) -> anyhow::Result<Failed> {
+        dispatch!(self, s => s.fail(id, error, now, not_before).await)
     }
 
     /// Give a leased job back untouched (graceful shutdown): claimable again at once.

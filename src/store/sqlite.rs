@@ -111,7 +111,13 @@ impl SqliteStore {
         Ok(())
     }
 
-    pub(super) async fn fail(&self, id: JobId, error: &str, now: DateTime<Utc>) -> anyhow::Result<Failed> {
+    pub(super) async fn fail(
+        &self,
+        id: JobId,
+        error: &str,
+        now: DateTime<Utc>,
+        not_before: Option<DateTime<Utc>>,
+    ) -> anyhow::Result<Failed> {
         let mut tx = self.pool.begin().await?;
         let (attempts,): (i64,) = sqlx::query_as::<Db, _>(sql::BUMP_ATTEMPTS)
             .bind(id.0)
@@ -123,7 +129,8 @@ impl SqliteStore {
         let outcome = if attempts >= self.policy.max_attempts {
             Failed::Dead
         } else {
-            let at = now + self.policy.backoff(attempts);
+            // The server's own word (Retry-After, a rate-limit reset) wins when it asks for longer.
+            let at = (now + self.policy.backoff(attempts)).max(not_before.unwrap_or(now));
             Failed::Retry { at }
         };
         let (state, at) = match outcome {
