@@ -270,9 +270,7 @@ fn check(args: CheckArgs) -> anyhow::Result<i32> {
     let ledger: Result<Ledger, Vec<crate::gate::InputError>> = match &ledger_read {
         Some((name, bytes)) => {
             inputs.push(InputDigest::of("ledger", name, bytes));
-            load::text_of(name, bytes)
-                .map_err(|e| vec![e])
-                .and_then(|t| parse_ledger(name, &t, config.policy.max_freeze_days))
+            load::parse_ledger_bytes(name, bytes, config.policy.max_freeze_days)
         }
         None => Ok(Ledger::default()),
     };
@@ -291,13 +289,13 @@ fn check(args: CheckArgs) -> anyhow::Result<i32> {
     if let Some(rev) = &args.base {
         for path in crate::gate::codeowners::CODEOWNERS_PATHS {
             if let Some(bytes) = git_show(rev, path).map_err(|e| Unusable(format!("{e:#}")))? {
-                let name = format!("{rev}:{path}");
-                inputs.push(InputDigest::of("codeowners", &name, &bytes));
-                let co = crate::gate::codeowners::CodeOwners::parse(&String::from_utf8_lossy(&bytes));
-                for (line, why) in &co.skipped {
-                    notes.push(format!("{name}:{line}: {why}; that line was not used"));
-                }
-                loaded.evidence.codeowners = Some(co);
+                load::set_codeowners(
+                    &mut loaded.evidence,
+                    &mut inputs,
+                    &mut notes,
+                    &format!("{rev}:{path}"),
+                    &bytes,
+                );
                 break;
             }
         }
@@ -307,16 +305,13 @@ fn check(args: CheckArgs) -> anyhow::Result<i32> {
     if args.base.is_some() && args.ledger.is_none() {
         if let Some(bytes) = git_show("HEAD", &config.ledger).map_err(|e| Unusable(format!("{e:#}")))? {
             let name = format!("HEAD:{}", config.ledger);
-            match load::text_of(&name, &bytes)
-                .map_err(|e| vec![e])
-                .and_then(|t| parse_ledger(&name, &t, config.policy.max_freeze_days))
-            {
-                Ok(head) => loaded.evidence.head_ledger = Some(head),
-                Err(errors) => notes.push(format!(
-                    "the patch leaves the ledger invalid, which will block the next pull request: {}",
-                    errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ")
-                )),
-            }
+            load::set_head_ledger(
+                &mut loaded.evidence,
+                &mut notes,
+                &name,
+                &bytes,
+                config.policy.max_freeze_days,
+            );
         }
     }
 

@@ -343,3 +343,46 @@ fn looks_like_probe_json(t: &str) -> bool {
     // A probe JSON is one object with a "k"; a report-log is many lines each with "$report_type".
     !t.contains("\"$report_type\"")
 }
+
+/// A ledger file's bytes, validated: not UTF-8 is one more problem, located.
+pub fn parse_ledger_bytes(name: &str, bytes: &[u8], max_freeze_days: Option<u32>) -> Result<Ledger, Vec<InputError>> {
+    text_of(name, bytes)
+        .map_err(|e| vec![e])
+        .and_then(|t| crate::gate::ledger::parse_ledger(name, &t, max_freeze_days))
+}
+
+/// The ledger as the patch leaves it (read at the head), for the gate to report
+/// the patch's own edits; never used to decide what is frozen. A ledger the
+/// patch leaves invalid is a note: it will block the next pull request.
+pub fn set_head_ledger(
+    ev: &mut Evidence,
+    notes: &mut Vec<String>,
+    name: &str,
+    bytes: &[u8],
+    max_freeze_days: Option<u32>,
+) {
+    match parse_ledger_bytes(name, bytes, max_freeze_days) {
+        Ok(l) => ev.head_ledger = Some(l),
+        Err(errors) => notes.push(format!(
+            "the patch leaves the ledger invalid, which will block the next pull request: {}",
+            errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ")
+        )),
+    }
+}
+
+/// CODEOWNERS read at the base: the owners of changed lines no stable test witnesses.
+/// Lines it cannot use are notes, not guesses.
+pub fn set_codeowners(
+    ev: &mut Evidence,
+    inputs: &mut Vec<InputDigest>,
+    notes: &mut Vec<String>,
+    name: &str,
+    bytes: &[u8],
+) {
+    inputs.push(InputDigest::of("codeowners", name, bytes));
+    let co = crate::gate::codeowners::CodeOwners::parse(&String::from_utf8_lossy(bytes));
+    for (line, why) in &co.skipped {
+        notes.push(format!("{name}:{line}: {why}; that line was not used"));
+    }
+    ev.codeowners = Some(co);
+}

@@ -47,23 +47,7 @@ fn verdict_icon(v: Verdict) -> &'static str {
 
 /// Compress line numbers into ranges: `3-5, 9`.
 pub fn line_ranges(lines: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let start = lines[i];
-        let mut end = start;
-        while i + 1 < lines.len() && lines[i + 1] == end + 1 {
-            i += 1;
-            end = lines[i];
-        }
-        out.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    out.join(", ")
+    crate::gate::report::line_list(lines)
 }
 
 /// Render a markdown template against the record.

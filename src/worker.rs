@@ -9,7 +9,6 @@
 
 use crate::cli::parse_patch;
 use crate::gate::config::{parse_config, Config};
-use crate::gate::ledger::parse_ledger;
 use crate::gate::{evaluate, GateInput, InputDigest, InputError, Ledger, Report};
 use crate::github::client::CHECK_NAME;
 use crate::github::{
@@ -581,9 +580,7 @@ impl Worker {
         let ledger: Result<Ledger, Vec<InputError>> = match t.client.file_at(&t.repo, &config.ledger, &base).await? {
             Some(bytes) => {
                 inputs.push(InputDigest::of("ledger", &ledger_name, &bytes));
-                load::text_of(&ledger_name, &bytes)
-                    .map_err(|e| vec![e])
-                    .and_then(|text| parse_ledger(&ledger_name, &text, config.policy.max_freeze_days))
+                load::parse_ledger_bytes(&ledger_name, &bytes, config.policy.max_freeze_days)
             }
             None => {
                 notes.push(format!("no ledger at {ledger_name}: no test is frozen"));
@@ -608,27 +605,24 @@ impl Worker {
         // The ledger as the patch leaves it: its edits are reported, never obeyed.
         if let Some(bytes) = t.client.file_at(&t.repo, &config.ledger, &head_sha).await? {
             let name = format!("{head}:{}", config.ledger);
-            match load::text_of(&name, &bytes)
-                .map_err(|e| vec![e])
-                .and_then(|text| parse_ledger(&name, &text, config.policy.max_freeze_days))
-            {
-                Ok(l) => loaded.evidence.head_ledger = Some(l),
-                Err(errors) => notes.push(format!(
-                    "the patch leaves the ledger invalid, which will block the next pull request: {}",
-                    errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ")
-                )),
-            }
+            load::set_head_ledger(
+                &mut loaded.evidence,
+                &mut notes,
+                &name,
+                &bytes,
+                config.policy.max_freeze_days,
+            );
         }
         // CODEOWNERS at the base names the owners of unwitnessed lines.
         for path in crate::gate::codeowners::CODEOWNERS_PATHS {
             if let Some(bytes) = t.client.file_at(&t.repo, path, &base).await? {
-                let name = format!("{base}:{path}");
-                inputs.push(InputDigest::of("codeowners", &name, &bytes));
-                let co = crate::gate::codeowners::CodeOwners::parse(&String::from_utf8_lossy(&bytes));
-                for (line, why) in &co.skipped {
-                    notes.push(format!("{name}:{line}: {why}; that line was not used"));
-                }
-                loaded.evidence.codeowners = Some(co);
+                load::set_codeowners(
+                    &mut loaded.evidence,
+                    &mut inputs,
+                    &mut notes,
+                    &format!("{base}:{path}"),
+                    &bytes,
+                );
                 break;
             }
         }

@@ -119,26 +119,10 @@ pub fn evidence_config_changes(patch: &Patch, config_path: &str) -> Vec<Reason> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gate::diff::{AddedLine, FileStatus};
+    use crate::gate::diff::FileStatus;
 
     fn change(path: &str, lines: &[&str]) -> FileChange {
-        FileChange {
-            path: path.into(),
-            old_path: None,
-            status: FileStatus::Modified,
-            binary: false,
-            lines_known: true,
-            added: lines
-                .iter()
-                .enumerate()
-                .map(|(i, t)| AddedLine {
-                    line: i as u32 + 1,
-                    text: t.to_string(),
-                })
-                .collect(),
-            deletions: vec![],
-            removed: vec![],
-        }
+        super::weakening_tests::fc(path, lines, &[])
     }
 
     #[test]
@@ -494,7 +478,7 @@ mod weakening_tests {
     use super::*;
     use crate::gate::diff::{AddedLine, FileStatus, RemovedLine};
 
-    fn fc(path: &str, added: &[&str], removed: &[&str]) -> FileChange {
+    pub(super) fn fc(path: &str, added: &[&str], removed: &[&str]) -> FileChange {
         FileChange {
             path: path.into(),
             old_path: None,
