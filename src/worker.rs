@@ -22,10 +22,10 @@ use crate::store::{CommentState, Failed, Job, NewDelivery, Store};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sha2::Digest as _;
-use std::collections::HashMap;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tracing::Instrument as _;
 
@@ -69,10 +69,6 @@ pub struct Worker {
     github: Arc<GithubApp>,
     config: WorkerConfig,
     clock: Clock,
-    /// One client per installation, shared by every job: octocrab caches the installation
-    /// token per client instance (a clone starts with a copy), so reusing the instance is what
-    /// makes the token last its hour instead of one request per job.
-    clients: Mutex<HashMap<InstallationId, Arc<InstallationClient>>>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -157,7 +153,6 @@ impl Worker {
             github: Arc::new(github),
             config,
             clock,
-            clients: Mutex::new(HashMap::new()),
         }
     }
 
@@ -296,15 +291,7 @@ impl Worker {
         let repo = RepoName::parse(full_name)
             .ok_or_else(|| fatal(format!("bad repository name {full_name:?} in the payload")))?;
         let id = InstallationId(installation);
-        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
-        let client = match clients.get(&id) {
-            Some(c) => c.clone(),
-            None => {
-                let c = Arc::new(self.github.installation(id)?);
-                clients.insert(id, c.clone());
-                c
-            }
-        };
+        let client = self.github.installation(id)?;
         Ok(Target { client, repo })
     }
 

@@ -16,7 +16,7 @@ fn repo() -> RepoName {
     RepoName::new("octo-org", "octo-repo")
 }
 
-fn client(fake: &FakeGithub) -> InstallationClient {
+fn client(fake: &FakeGithub) -> std::sync::Arc<InstallationClient> {
     let creds = AppCredentials::from_pem(AppId(fake.app_id), fake.private_key_pem().as_bytes()).unwrap();
     GithubApp::new(&fake.uri(), creds)
         .unwrap()
@@ -40,6 +40,24 @@ async fn installation_token_is_cached_across_calls() {
     assert_eq!(pr.number, PullNumber(1347));
     assert_eq!(pr.head.sha, CommitSha::from(SHA));
     gh.pull_request(&repo(), PullNumber(1347)).await.unwrap();
+    assert_eq!(fake.token_requests(), 1);
+    fake.verify().await;
+}
+
+#[tokio::test]
+async fn each_installation_fetches_one_token_however_many_callers() {
+    let fake = FakeGithub::start().await;
+    fake.mock("GET", "/repos/octo-org/octo-repo/pulls/1347", 3, |_| {
+        ResponseTemplate::new(200).set_body_json(example("pull-request"))
+    })
+    .await;
+    let creds = AppCredentials::from_pem(AppId(fake.app_id), fake.private_key_pem().as_bytes()).unwrap();
+    let app = GithubApp::new(&fake.uri(), creds).unwrap();
+    // Three jobs, each asking the App for the installation's client.
+    for _ in 0..3 {
+        let gh = app.installation(InstallationId(77)).unwrap();
+        gh.pull_request(&repo(), PullNumber(1347)).await.unwrap();
+    }
     assert_eq!(fake.token_requests(), 1);
     fake.verify().await;
 }

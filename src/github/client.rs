@@ -1,6 +1,6 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -41,7 +41,9 @@ pub struct GithubApp {
     /// No credentials and no base path: for absolute URLs off GitHub (artifact redirects).
     plain: Octocrab,
     app_id: AppId,
-    installations: Mutex<HashMap<InstallationId, Octocrab>>,
+    /// One client per installation, shared: an `Octocrab` clone copies its cached
+    /// token, so handing out clones would fetch a token per caller, not per hour.
+    installations: Mutex<HashMap<InstallationId, Arc<InstallationClient>>>,
 }
 
 impl std::fmt::Debug for GithubApp {
@@ -85,24 +87,22 @@ impl GithubApp {
     }
 
     /// A client acting as `installation`. Cheap; the token cache is shared per installation.
-    pub fn installation(&self, installation: InstallationId) -> Result<InstallationClient, GithubError> {
+    pub fn installation(&self, installation: InstallationId) -> Result<Arc<InstallationClient>, GithubError> {
         let mut map = self.installations.lock().unwrap_or_else(|p| p.into_inner());
-        let crab = match map.get(&installation) {
-            Some(c) => c.clone(),
-            None => {
-                let c = self
-                    .app
-                    .installation(octocrab::models::InstallationId(installation.0))
-                    .map_err(|e| GithubError::from_octocrab("installation client", e))?;
-                map.insert(installation, c.clone());
-                c
-            }
-        };
-        Ok(InstallationClient {
+        if let Some(c) = map.get(&installation) {
+            return Ok(c.clone());
+        }
+        let crab = self
+            .app
+            .installation(octocrab::models::InstallationId(installation.0))
+            .map_err(|e| GithubError::from_octocrab("installation client", e))?;
+        let client = Arc::new(InstallationClient {
             crab,
             plain: self.plain.clone(),
             app_id: self.app_id,
-        })
+        });
+        map.insert(installation, client.clone());
+        Ok(client)
     }
 }
 
