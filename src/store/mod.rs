@@ -4,6 +4,8 @@
 //! SQLite (one file, the default) and PostgreSQL (several instances sharing the work),
 //! chosen by the URL's scheme. The clock is always passed in.
 
+#[macro_use]
+mod common;
 mod migrations;
 mod postgres;
 mod sqlite;

@@ -1,0 +1,168 @@
+//! The store methods whose SQL and code are the same on SQLite and PostgreSQL,
+//! written once: each backend expands them into its own `impl` with its own
+//! `Db` type and `pool`. Only opening, migrating and claiming differ.
+
+macro_rules! common_store_methods {
+    () => {
+        pub(super) async fn ping(&self) -> anyhow::Result<()> {
+            sqlx::query("SELECT 1").execute(&self.pool).await?;
+            Ok(())
+        }
+
+        pub(super) async fn record_delivery(&self, d: &NewDelivery, now: DateTime<Utc>) -> anyhow::Result<Recorded> {
+            let id: Option<(i64,)> = sqlx::query_as::<Db, _>(sql::RECORD)
+                .bind(&d.delivery_id)
+                .bind(&d.event)
+                .bind(&d.action)
+                .bind(&d.repo)
+                .bind(d.pr.map(|n| n as i64))
+                .bind(&d.head_sha)
+                .bind(&d.payload)
+                .bind(millis(now))
+                .fetch_optional(&self.pool)
+                .await
+                .context("recording a delivery")?;
+            Ok(match id {
+                Some((id,)) => Recorded::Inserted(JobId(id)),
+                None => Recorded::Duplicate,
+            })
+        }
+
+        pub(super) async fn complete(&self, id: JobId) -> anyhow::Result<()> {
+            sqlx::query::<Db>(sql::COMPLETE)
+                .bind(id.0)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        }
+
+        pub(super) async fn release(&self, id: JobId) -> anyhow::Result<()> {
+            sqlx::query::<Db>(sql::RELEASE)
+                .bind(id.0)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        }
+
+        pub(super) async fn fail(
+            &self,
+            id: JobId,
+            error: &str,
+            now: DateTime<Utc>,
+            not_before: Option<DateTime<Utc>>,
+        ) -> anyhow::Result<Failed> {
+            let mut tx = self.pool.begin().await?;
+            let (attempts,): (i64,) = sqlx::query_as::<Db, _>(sql::BUMP_ATTEMPTS)
+                .bind(id.0)
+                .bind(error)
+                .fetch_optional(&mut *tx)
+                .await?
+                .with_context(|| format!("no job {id}"))?;
+            let attempts = u32::try_from(attempts).unwrap_or(u32::MAX);
+            let outcome = if attempts >= self.policy.max_attempts {
+                Failed::Dead
+            } else {
+                // The server's own word (Retry-After, a rate-limit reset) wins when it asks for longer.
+                let at = (now + self.policy.backoff(attempts)).max(not_before.unwrap_or(now));
+                Failed::Retry { at }
+            };
+            let (state, at) = match outcome {
+                Failed::Dead => (JobState::Dead, now),
+                Failed::Retry { at } => (JobState::Queued, at),
+            };
+            sqlx::query::<Db>(sql::SET_RETRY)
+                .bind(id.0)
+                .bind(state.as_str())
+                .bind(millis(at))
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(outcome)
+        }
+
+        pub(super) async fn supersede(&self, repo: &str, pr: u64, head_sha: &str) -> anyhow::Result<u64> {
+            let mut tx = self.pool.begin().await?;
+            sqlx::query::<Db>(sql::SET_HEAD)
+                .bind(repo)
+                .bind(pr as i64)
+                .bind(head_sha)
+                .execute(&mut *tx)
+                .await?;
+            let n = sqlx::query::<Db>(sql::SUPERSEDE)
+                .bind(repo)
+                .bind(pr as i64)
+                .bind(head_sha)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            tx.commit().await?;
+            Ok(n)
+        }
+
+        pub(super) async fn current_head(&self, repo: &str, pr: u64) -> anyhow::Result<Option<String>> {
+            let row: Option<(String,)> = sqlx::query_as::<Db, _>(sql::CURRENT_HEAD)
+                .bind(repo)
+                .bind(pr as i64)
+                .fetch_optional(&self.pool)
+                .await?;
+            Ok(row.map(|(s,)| s))
+        }
+
+        pub(super) async fn job(&self, id: JobId) -> anyhow::Result<Option<Job>> {
+            let q = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1");
+            let row: Option<JobRow> = sqlx::query_as::<Db, _>(&q)
+                .bind(id.0)
+                .fetch_optional(&self.pool)
+                .await?;
+            row.map(job_from_row).transpose()
+        }
+
+        pub(super) async fn jobs(&self) -> anyhow::Result<Vec<Job>> {
+            let q = format!("SELECT {JOB_COLUMNS} FROM jobs ORDER BY id");
+            let rows: Vec<JobRow> = sqlx::query_as::<Db, _>(&q).fetch_all(&self.pool).await?;
+            rows.into_iter().map(job_from_row).collect()
+        }
+
+        pub(super) async fn check_run_id(&self, repo: &str, head_sha: &str) -> anyhow::Result<Option<u64>> {
+            let row: Option<(i64,)> = sqlx::query_as::<Db, _>(sql::CHECK_RUN)
+                .bind(repo)
+                .bind(head_sha)
+                .fetch_optional(&self.pool)
+                .await?;
+            Ok(row.map(|(id,)| id as u64))
+        }
+
+        pub(super) async fn set_check_run_id(&self, repo: &str, head_sha: &str, id: u64) -> anyhow::Result<()> {
+            sqlx::query::<Db>(sql::SET_CHECK_RUN)
+                .bind(repo)
+                .bind(head_sha)
+                .bind(id as i64)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        }
+
+        pub(super) async fn comment(&self, repo: &str, pr: u64) -> anyhow::Result<Option<CommentState>> {
+            let row: Option<(i64, String)> = sqlx::query_as::<Db, _>(sql::COMMENT)
+                .bind(repo)
+                .bind(pr as i64)
+                .fetch_optional(&self.pool)
+                .await?;
+            Ok(row.map(|(id, body_sha256)| CommentState {
+                comment_id: id as u64,
+                body_sha256,
+            }))
+        }
+
+        pub(super) async fn set_comment(&self, repo: &str, pr: u64, c: &CommentState) -> anyhow::Result<()> {
+            sqlx::query::<Db>(sql::SET_COMMENT)
+                .bind(repo)
+                .bind(pr as i64)
+                .bind(c.comment_id as i64)
+                .bind(&c.body_sha256)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        }
+    };
+}
