@@ -27,8 +27,8 @@ const NAME: &str = "octo-repo";
 const INSTALLATION: u64 = 31337;
 const PR: u64 = 2;
 /// The fixture evidence's own shas (`tests/fixtures/cases/some_frozen/evidence/meta.json`).
-const BASE: &str = "8622af07f6cde22f76017e7201f78bb51d7b6985";
-const HEAD: &str = "57740c3894c34b622e44c20543afdba2496923f3";
+const BASE: &str = "834ebdf971761d8266e0f2ed4dfc7b66f9b86ad2";
+const HEAD: &str = "c7f1dd71655a0012f330230da9e0d5477f68290d";
 const RUN_ID: u64 = 289782451;
 const ARTIFACT_ID: u64 = 7001;
 const CHECK_RUN_ID: u64 = 5550001;

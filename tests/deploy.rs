@@ -92,3 +92,16 @@ fn fly_health_check_is_the_served_route() {
     assert!(text.contains("internal_port = 3000"));
     assert!(text.contains("destination = \"/data\""));
 }
+
+/// The fixture project runs the shipped workflow (the corpus edits it), so they must not drift.
+#[test]
+fn fixture_project_carries_the_shipped_workflow() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let shipped = std::fs::read_to_string(root.join("templates/workflows/flakegate-evidence.yml")).unwrap();
+    let fixture =
+        std::fs::read_to_string(root.join("tests/fixtures/project/.github/workflows/flakegate-evidence.yml")).unwrap();
+    assert_eq!(
+        shipped, fixture,
+        "copy the template to tests/fixtures/project/.github/workflows/ and rerun tests/fixtures/regen.sh"
+    );
+}

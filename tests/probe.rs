@@ -447,7 +447,7 @@ fn a_timed_out_run_is_reported() {
     let t = std::time::Instant::now();
     let p = probe(
         dir.path(),
-        &["--runs", "3", "--seed", "1", "--jobs", "3", "--timeout-per-run", "4"],
+        &["--runs", "3", "--seed", "1", "--jobs", "3", "--timeout-per-run", "10"],
         &pytest_reportlog(),
         &[("PROBE_HANG_RUNS", "1")],
     );
@@ -459,7 +459,7 @@ fn a_timed_out_run_is_reported() {
     assert_eq!(p.code, 0, "{}\n{}", p.stdout, p.stderr);
     let r = run_of(&p.json, 1);
     assert_eq!(r["status"], "timed_out", "{r:#}");
-    assert!(r["detail"].as_str().unwrap().contains("timed out after 4"), "{r:#}");
+    assert!(r["detail"].as_str().unwrap().contains("timed out after 10"), "{r:#}");
     assert_eq!(p.json["k"], 2);
     assert_eq!(run_of(&p.json, 2)["status"], "ok");
 }

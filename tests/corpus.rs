@@ -1,0 +1,257 @@
+//! The agent-proofing corpus (`tests/fixtures/corpus/`, made by `tests/fixtures/regen.sh`):
+//! patches that try to weaken their own gate, and honest patches that must stay PASS.
+//!
+//! Each entry is replayed as the real commit it was generated from — the fixture project
+//! committed as the base, the entry's `diff.patch` applied and committed with the identities
+//! and dates regen.sh uses — so the head sha is the one the evidence's `meta.json` names. Then
+//! `flakegate check --base REV` runs inside that checkout on the entry's evidence (which names
+//! the workflow that produced it) and the shared base probe.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn corpus_dir() -> PathBuf {
+    root().join("tests/fixtures/corpus")
+}
+
+fn git(dir: &Path, date: &str, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Shop Fixture")
+        .env("GIT_AUTHOR_EMAIL", "fixtures@shop.invalid")
+        .env("GIT_COMMITTER_NAME", "Shop Fixture")
+        .env("GIT_COMMITTER_EMAIL", "fixtures@shop.invalid")
+        .env("GIT_AUTHOR_DATE", date)
+        .env("GIT_COMMITTER_DATE", date)
+        .env("TZ", "UTC")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name();
+        if name == "__pycache__" || name == ".pytest_cache" {
+            continue;
+        }
+        let target = to.join(&name);
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+struct Entry {
+    name: String,
+    dir: PathBuf,
+    case: Value,
+    meta: Value,
+}
+
+fn entries() -> Vec<Entry> {
+    let mut out: Vec<Entry> = std::fs::read_dir(corpus_dir())
+        .expect("tests/fixtures/corpus exists (bash tests/fixtures/regen.sh)")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("case.json").is_file())
+        .map(|dir| {
+            let read = |rel: &str| -> Value {
+                let p = dir.join(rel);
+                serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+            };
+            Entry {
+                name: dir.file_name().unwrap().to_string_lossy().into_owned(),
+                case: read("case.json"),
+                meta: read("evidence/meta.json"),
+                dir,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+/// The entry's base and head commits, rebuilt exactly as regen.sh made them.
+fn replay(e: &Entry) -> (tempfile::TempDir, String, String) {
+    let t = tempfile::tempdir().unwrap();
+    let repo = t.path();
+    copy_dir(&root().join("tests/fixtures/project"), repo);
+    let base_date = "2026-11-18T09:00:00Z";
+    git(repo, base_date, &["init", "-q", "-b", "main"]);
+    git(repo, base_date, &["add", "-A"]);
+    git(repo, base_date, &["commit", "-q", "-m", "shop: base"]);
+    let base = git(repo, base_date, &["rev-parse", "HEAD"]);
+    let head_date = "2026-11-19T10:00:00Z";
+    let patch = e.dir.join("diff.patch");
+    git(repo, head_date, &["apply", "--index", patch.to_str().unwrap()]);
+    git(repo, head_date, &["commit", "-q", "-m", &format!("shop: {}", e.name)]);
+    let head = git(repo, head_date, &["rev-parse", "HEAD"]);
+    (t, base, head)
+}
+
+fn check_base(repo: &Path, base: &str, e: &Entry) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_flakegate"))
+        .args(["check", "--format", "json", "--base", base])
+        .arg("--today")
+        .arg(e.case["today"].as_str().unwrap())
+        .arg(e.dir.join("evidence"))
+        .arg("--probe")
+        .arg(root().join("tests/fixtures/probe/reportlog"))
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|err| {
+        panic!(
+            "{}: {err}: {}{}",
+            e.name,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn codes(v: &Value) -> Vec<String> {
+    v["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["code"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn the_corpus_is_complete() {
+    let names: Vec<String> = entries().into_iter().map(|e| e.name).collect();
+    for want in [
+        "adv_self_freeze",
+        "adv_ledger_extended",
+        "adv_workflow_edited",
+        "adv_coveragerc_omit",
+        "adv_pragma_no_cover",
+        "adv_assertion_free_test",
+        "adv_sleep",
+        "adv_flaky_reruns",
+        "adv_xfail",
+        "adv_assert_deleted",
+        "adv_tolerance_widened",
+        "adv_test_file_deleted",
+        "honest_bug_fix",
+        "honest_refactor",
+        "honest_docs",
+        "honest_new_test",
+    ] {
+        assert!(names.iter().any(|n| n == want), "corpus entry {want} missing: {names:?}");
+    }
+}
+
+#[test]
+fn every_entry_gives_its_expected_verdict_and_codes_from_check_base() {
+    let mut wrong = Vec::new();
+    for e in entries() {
+        let (t, base, head) = replay(&e);
+        assert_eq!(
+            head, e.meta["head_sha"],
+            "{}: replaying diff.patch did not reproduce the generated head commit",
+            e.name
+        );
+        assert_eq!(base, e.meta["base_sha"], "{}: base commit differs", e.name);
+        let v = check_base(t.path(), &base, &e);
+        let want_verdict = e.case["expected_verdict"].as_str().unwrap();
+        let want_codes: Vec<String> = serde_json::from_value(e.case["expected_codes"].clone()).unwrap();
+        let honest = e.name.starts_with("honest_");
+        assert!(
+            !honest || want_verdict == "PASS",
+            "{}: an honest entry must expect PASS",
+            e.name
+        );
+        assert!(
+            honest || want_verdict != "PASS",
+            "{}: an adversarial entry must not expect PASS",
+            e.name
+        );
+        if v["verdict"] != want_verdict || codes(&v) != want_codes {
+            wrong.push(format!(
+                "{}: got {} {:?}, want {want_verdict} {want_codes:?}\n{:#}",
+                e.name,
+                v["verdict"],
+                codes(&v),
+                v["reasons"]
+            ));
+        }
+        assert_eq!(v["head_sha"], head.as_str(), "{}", e.name);
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+}
+
+/// Every reason of an adversarial entry points at a file (and, where the trick is on a line, the
+/// line), so an agent — or the reviewer — can go straight to it.
+#[test]
+fn adversarial_reasons_name_the_file_and_line() {
+    let want: &[(&str, &str, &str, Option<u64>)] = &[
+        ("adv_workflow_edited", "evidence_config_changed", ".github/workflows/flakegate-evidence.yml", None),
+        ("adv_coveragerc_omit", "evidence_config_changed", ".coveragerc", None),
+        ("adv_pragma_no_cover", "evidence_config_changed", "src/shop/util.py", Some(17)),
+        ("adv_sleep", "weakened_test", "tests/test_pricing.py", Some(13)),
+        ("adv_flaky_reruns", "weakened_test", "tests/test_pricing.py", Some(10)),
+        ("adv_xfail", "weakened_test", "tests/test_cart.py", Some(10)),
+        ("adv_tolerance_widened", "weakened_test", "tests/test_pricing.py", Some(11)),
+        ("adv_assert_deleted", "weakened_test", "tests/test_util.py", None),
+        ("adv_test_file_deleted", "weakened_test", "tests/test_util.py", None),
+        ("adv_assertion_free_test", "self_witness", "src/shop/util.py", Some(21)),
+    ];
+    let all = entries();
+    for (name, code, file, line) in want {
+        let e = all.iter().find(|e| e.name == *name).unwrap();
+        let (t, base, _) = replay(e);
+        let v = check_base(t.path(), &base, e);
+        let r = v["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["code"] == *code)
+            .unwrap_or_else(|| panic!("{name}: no {code}: {:#}", v["reasons"]));
+        let locs = r["locations"].as_array().cloned().unwrap_or_default();
+        assert!(
+            locs.iter()
+                .any(|l| l["file"] == *file && line.is_none_or(|n| l["line"].as_u64() == Some(n))),
+            "{name}: {code} does not point at {file}:{line:?}: {r:#}"
+        );
+    }
+}
+
+/// The self-freeze names the frozen test; the extended ledger lists each extension entry by
+/// entry, and the base ledger (expired) still decides.
+#[test]
+fn ledger_tricks_are_reported_entry_by_entry() {
+    let all = entries();
+    let e = all.iter().find(|e| e.name == "adv_self_freeze").unwrap();
+    let (t, base, _) = replay(e);
+    let v = check_base(t.path(), &base, e);
+    assert_eq!(v["reasons"][0]["tests"][0], "tests/test_pricing.py::test_apply_tax");
+    assert_eq!(v["ledger_changes"][0]["kind"], "added", "{:#}", v["ledger_changes"]);
+
+    let e = all.iter().find(|e| e.name == "adv_ledger_extended").unwrap();
+    let (t, base, _) = replay(e);
+    let v = check_base(t.path(), &base, e);
+    let changes = v["ledger_changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 3, "{changes:#?}");
+    assert!(changes.iter().all(|c| c["kind"] == "extended"), "{changes:#?}");
+    assert_eq!(v["blind_owners"][0]["handle"], "@shop/payments", "{:#}", v["blind_owners"]);
+}
