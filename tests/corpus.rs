@@ -74,7 +74,8 @@ fn entries() -> Vec<Entry> {
         .map(|dir| {
             let read = |rel: &str| -> Value {
                 let p = dir.join(rel);
-                serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+                serde_json::from_str(&std::fs::read_to_string(&p).unwrap())
+                    .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
             };
             Entry {
                 name: dir.file_name().unwrap().to_string_lossy().into_owned(),
@@ -157,7 +158,10 @@ fn the_corpus_is_complete() {
         "honest_docs",
         "honest_new_test",
     ] {
-        assert!(names.iter().any(|n| n == want), "corpus entry {want} missing: {names:?}");
+        assert!(
+            names.iter().any(|n| n == want),
+            "corpus entry {want} missing: {names:?}"
+        );
     }
 }
 
@@ -205,13 +209,28 @@ fn every_entry_gives_its_expected_verdict_and_codes_from_check_base() {
 #[test]
 fn adversarial_reasons_name_the_file_and_line() {
     let want: &[(&str, &str, &str, Option<u64>)] = &[
-        ("adv_workflow_edited", "evidence_config_changed", ".github/workflows/flakegate-evidence.yml", None),
+        (
+            "adv_workflow_edited",
+            "evidence_config_changed",
+            ".github/workflows/flakegate-evidence.yml",
+            None,
+        ),
         ("adv_coveragerc_omit", "evidence_config_changed", ".coveragerc", None),
-        ("adv_pragma_no_cover", "evidence_config_changed", "src/shop/util.py", Some(17)),
+        (
+            "adv_pragma_no_cover",
+            "evidence_config_changed",
+            "src/shop/util.py",
+            Some(17),
+        ),
         ("adv_sleep", "weakened_test", "tests/test_pricing.py", Some(13)),
         ("adv_flaky_reruns", "weakened_test", "tests/test_pricing.py", Some(10)),
         ("adv_xfail", "weakened_test", "tests/test_cart.py", Some(10)),
-        ("adv_tolerance_widened", "weakened_test", "tests/test_pricing.py", Some(11)),
+        (
+            "adv_tolerance_widened",
+            "weakened_test",
+            "tests/test_pricing.py",
+            Some(11),
+        ),
         ("adv_assert_deleted", "weakened_test", "tests/test_util.py", None),
         ("adv_test_file_deleted", "weakened_test", "tests/test_util.py", None),
         ("adv_assertion_free_test", "self_witness", "src/shop/util.py", Some(21)),
@@ -253,5 +272,9 @@ fn ledger_tricks_are_reported_entry_by_entry() {
     let changes = v["ledger_changes"].as_array().unwrap();
     assert_eq!(changes.len(), 3, "{changes:#?}");
     assert!(changes.iter().all(|c| c["kind"] == "extended"), "{changes:#?}");
-    assert_eq!(v["blind_owners"][0]["handle"], "@shop/payments", "{:#}", v["blind_owners"]);
+    assert_eq!(
+        v["blind_owners"][0]["handle"], "@shop/payments",
+        "{:#}",
+        v["blind_owners"]
+    );
 }
