@@ -57,10 +57,24 @@ impl Default for WorkerConfig {
             artifact_limits: ArtifactLimits::default(),
             lease: Duration::from_secs(600),
             poll_interval: Duration::from_secs(1),
-            worker_id: format!("flakegate-{}", std::process::id()),
+            worker_id: default_worker_id(),
             scratch_dir: std::env::temp_dir(),
         }
     }
+}
+
+/// A lease owner name unique to this process: host (containers all run as pid 1, so the pid
+/// alone would give every instance the same name), pid and start time.
+fn default_worker_id() -> String {
+    let host = ["FLY_MACHINE_ID", "HOSTNAME", "COMPUTERNAME"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| "local".to_owned());
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("flakegate-{host}-{}-{started:x}", std::process::id())
 }
 
 /// Claims and processes jobs.
@@ -206,7 +220,7 @@ impl Worker {
                         }
                         _ = shutdown.clone().triggered() => {
                             tracing::info!(job = %job.id, "shutting down: releasing the job in hand");
-                            self.store.release(job.id).await?;
+                            self.store.release(job.id, &self.config.worker_id).await?;
                             return Ok(());
                         }
                     }
@@ -243,17 +257,21 @@ impl Worker {
                     .unwrap_or_else(|| "the worker stopped while evaluating".into());
                 self.give_up(job, &format!("gave up after {} attempts: {why}", job.attempts))
                     .await;
-                return self.store.complete(job.id).await;
+                return self.complete(job).await;
             }
             match self.process(job).await {
-                Ok(()) => self.store.complete(job.id).await,
+                Ok(()) => self.complete(job).await,
                 Err(failure @ (Failure::Retryable(_) | Failure::RetryAfter(..))) => {
                     let now = self.now();
                     let (msg, not_before) = match failure {
                         Failure::RetryAfter(msg, wait) => (msg, chrono::Duration::from_std(wait).ok().map(|w| now + w)),
                         Failure::Retryable(msg) | Failure::Fatal(msg) => (msg, None),
                     };
-                    match self.store.fail_not_before(job.id, &msg, now, not_before).await? {
+                    match self
+                        .store
+                        .fail_not_before(job.id, &self.config.worker_id, &msg, now, not_before)
+                        .await?
+                    {
                         Failed::Retry { at } => {
                             tracing::warn!(%at, "will retry: {msg}");
                             Ok(())
@@ -264,17 +282,29 @@ impl Worker {
                                 .await;
                             Ok(())
                         }
+                        Failed::LeaseLost => {
+                            tracing::warn!("lease lost while failing ({msg}); the worker now holding the job decides");
+                            Ok(())
+                        }
                     }
                 }
                 Err(Failure::Fatal(msg)) => {
                     tracing::error!("cannot evaluate: {msg}");
                     self.give_up(job, &msg).await;
-                    self.store.complete(job.id).await
+                    self.complete(job).await
                 }
             }
         }
         .instrument(span)
         .await
+    }
+
+    /// Mark the job done if we still hold its lease; a lease lost to another worker is logged.
+    async fn complete(&self, job: &Job) -> anyhow::Result<()> {
+        if !self.store.complete(job.id, &self.config.worker_id).await? {
+            tracing::warn!("lease lost before completing: another worker has claimed this job");
+        }
+        Ok(())
     }
 
     /// Whether `head` is no longer the head of `repo`#`pr`.
@@ -577,10 +607,20 @@ impl Worker {
 
         // The evidence.
         let scratch = self.scratch()?;
-        let extracted = t
+        let extracted = match t
             .client
             .download_artifact(&t.repo, artifact.id, &scratch.0, &self.config.artifact_limits)
-            .await?;
+            .await
+        {
+            Ok(dir) => dir,
+            // Listed as live a moment ago, expired by the time it was fetched.
+            Err(GithubError::Gone(why)) => {
+                return Err(fatal(format!(
+                    "the artifact `{name}` of workflow run {run_id} has expired ({why}); re-run the workflow"
+                )))
+            }
+            Err(e) => return Err(e.into()),
+        };
         let dir = evidence_root(&extracted);
         let sources = EvidenceSources {
             dir: Some(dir),
@@ -626,6 +666,7 @@ impl Worker {
         };
         let mut report = evaluate(&input);
         report.notes.extend(notes);
+        artifact_relative(&mut report, &extracted, name);
         drop(scratch);
         tracing::info!(verdict = %report.verdict, pull_request = pr.number, "evaluated");
 
@@ -671,11 +712,41 @@ impl Worker {
     }
 
     /// Update the check run we know of, else find it by name + external id, else create it.
+    /// GitHub appends annotations on every update and never removes them, so an annotation
+    /// already sent to this check run (a re-evaluation, a retry, a second pull request with
+    /// the same head) is not sent again.
     async fn upsert_check(&self, t: &Target, head: &CommitSha, fields: &CheckRunFields) -> Result<u64, Failure> {
         let repo = t.repo.to_string();
+        let digests: Vec<String> = fields
+            .output
+            .iter()
+            .flat_map(|o| &o.annotations)
+            .map(annotation_digest)
+            .collect();
         if let Some(id) = self.store.check_run_id(&repo, head.as_str()).await.map_err(store_err)? {
-            match t.client.update_check_run(&t.repo, id, fields).await {
-                Ok(run) => return Ok(run.id),
+            let sent = self
+                .store
+                .published_annotations(&repo, head.as_str(), id)
+                .await
+                .map_err(store_err)?;
+            let mut fresh = fields.clone();
+            if let Some(o) = &mut fresh.output {
+                o.annotations.retain(|a| !sent.contains(&annotation_digest(a)));
+            }
+            match t.client.update_check_run(&t.repo, id, &fresh).await {
+                Ok(run) => {
+                    let mut all = sent;
+                    for d in digests {
+                        if !all.contains(&d) {
+                            all.push(d);
+                        }
+                    }
+                    self.store
+                        .set_published_annotations(&repo, head.as_str(), id, &all)
+                        .await
+                        .map_err(store_err)?;
+                    return Ok(run.id);
+                }
                 Err(GithubError::NotFound(_)) => tracing::warn!(check_run = id, "stored check run is gone"),
                 Err(e) => return Err(e.into()),
             }
@@ -683,6 +754,10 @@ impl Worker {
         let run = t.client.upsert_check_run(&t.repo, head, fields).await?;
         self.store
             .set_check_run_id(&repo, head.as_str(), run.id)
+            .await
+            .map_err(store_err)?;
+        self.store
+            .set_published_annotations(&repo, head.as_str(), run.id, &digests)
             .await
             .map_err(store_err)?;
         Ok(run.id)
@@ -774,13 +849,16 @@ impl Worker {
 
     /// The latest `workflow_run` completed delivery stored for `repo` at `head`.
     async fn latest_run_payload(&self, repo: &str, head: &str) -> Result<Option<Value>, Failure> {
-        let jobs = self.store.jobs().await.map_err(store_err)?;
-        Ok(jobs
-            .into_iter()
-            .rev()
-            .filter(|j| j.event == "workflow_run" && j.action.as_deref() == Some("completed"))
-            .filter(|j| j.repo.as_deref() == Some(repo) && j.head_sha.as_deref() == Some(head))
-            .find_map(|j| serde_json::from_str::<Value>(&j.payload).ok()))
+        let job = self
+            .store
+            .latest_delivery(repo, head, "workflow_run", "completed")
+            .await
+            .map_err(store_err)?;
+        job.map(|j| {
+            serde_json::from_str::<Value>(&j.payload)
+                .map_err(|e| fatal(format!("stored workflow run payload is not JSON: {e}")))
+        })
+        .transpose()
     }
 
     async fn reevaluate(&self, t: &Target, head: &str) -> Result<(), Failure> {
@@ -811,6 +889,44 @@ impl Worker {
         tracing::info!(run_id, "evidence workflow re-run requested");
         Ok(())
     }
+}
+
+/// Paths inside the extracted artifact as the artifact names them (`flakegate-evidence/results/…`),
+/// not as this server's scratch directory: no host paths in what is published, and the same
+/// evidence gives the same record on every evaluation.
+fn artifact_relative(report: &mut Report, extracted: &Path, artifact: &str) {
+    let root = extracted.display().to_string();
+    let fix = |s: &mut String| {
+        if s.contains(&root) {
+            *s = s
+                .replace(&format!("{root}/"), &format!("{artifact}/"))
+                .replace(&root, artifact);
+        }
+    };
+    for d in &mut report.inputs {
+        fix(&mut d.path);
+    }
+    for r in &mut report.reasons {
+        fix(&mut r.message);
+        for l in &mut r.locations {
+            fix(&mut l.file);
+        }
+    }
+    for f in &mut report.results.failures {
+        fix(&mut f.source);
+        if let Some(m) = &mut f.message {
+            fix(m);
+        }
+    }
+    for n in &mut report.notes {
+        fix(n);
+    }
+}
+
+/// What identifies an annotation already on a check run: everything GitHub shows of it.
+fn annotation_digest(a: &Annotation) -> String {
+    let json = serde_json::to_string(a).expect("annotations serialise");
+    hex::encode(&sha2::Sha256::digest(json.as_bytes())[..16])
 }
 
 /// `wanted` (a config `workflows` entry: a file name or a path) names the run's workflow file.

@@ -5,56 +5,38 @@
 
 mod support;
 
-use chrono::{DateTime, TimeZone as _, Utc};
-use flakegate::github::{AppCredentials, AppId, GithubApp};
-use flakegate::server::signature::sign;
-use flakegate::server::{router, AppState, Clock};
-use flakegate::store::{JobState, RetryPolicy, Store};
-use flakegate::worker::{Worker, WorkerConfig, EVIDENCE_TIMEOUT_EVENT};
-use secrecy::SecretString;
+use flakegate::store::{JobState, RetryPolicy};
+use flakegate::worker::EVIDENCE_TIMEOUT_EVENT;
 use serde_json::{json, Value};
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-use support::fake_github::FakeGithub;
+use support::app_harness::{case, manifest, patch_repo, repo_path, sample, App, NAME, OWNER};
+use support::fake_repo::FakeRepo;
 use wiremock::ResponseTemplate;
 
-const SECRET: &str = "app-test-webhook-secret";
-const OWNER: &str = "octo-org";
-const NAME: &str = "octo-repo";
-const INSTALLATION: u64 = 31337;
 const PR: u64 = 2;
-/// The fixture evidence's own shas (`tests/fixtures/cases/some_frozen/evidence/meta.json`).
-const BASE: &str = "834ebdf971761d8266e0f2ed4dfc7b66f9b86ad2";
-const HEAD: &str = "c7f1dd71655a0012f330230da9e0d5477f68290d";
 const RUN_ID: u64 = 289782451;
 const ARTIFACT_ID: u64 = 7001;
 const CHECK_RUN_ID: u64 = 5550001;
 const COMMENT_ID: u64 = 9010001;
 
-fn manifest() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+/// The fixture evidence's own shas (`tests/fixtures/cases/some_frozen/evidence/meta.json`),
+/// read at test time: the fixtures may be regenerated.
+fn shas() -> &'static (String, String) {
+    static SHAS: OnceLock<(String, String)> = OnceLock::new();
+    SHAS.get_or_init(|| {
+        let c = case("some_frozen");
+        (c.base_sha, c.head_sha)
+    })
 }
 
-fn repo_path(rest: &str) -> String {
-    format!("/repos/{OWNER}/{NAME}{rest}")
+fn base() -> &'static str {
+    &shas().0
 }
 
-fn sample(name: &str) -> Value {
-    let p = manifest()
-        .join("../shared/github/webhooks")
-        .join(format!("{name}.json"));
-    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_str(&text).unwrap()
-}
-
-fn patch_repo(p: &mut Value) {
-    p["repository"]["full_name"] = json!(format!("{OWNER}/{NAME}"));
-    p["repository"]["name"] = json!(NAME);
-    p["repository"]["owner"]["login"] = json!(OWNER);
-    p["installation"] = json!({ "id": INSTALLATION, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ==" });
+fn head() -> &'static str {
+    &shas().1
 }
 
 fn pull_request_opened() -> Value {
@@ -62,8 +44,8 @@ fn pull_request_opened() -> Value {
     patch_repo(&mut p);
     p["number"] = json!(PR);
     p["pull_request"]["number"] = json!(PR);
-    p["pull_request"]["head"]["sha"] = json!(HEAD);
-    p["pull_request"]["base"]["sha"] = json!(BASE);
+    p["pull_request"]["head"]["sha"] = json!(head());
+    p["pull_request"]["base"]["sha"] = json!(base());
     p
 }
 
@@ -75,16 +57,7 @@ fn pull_request_synchronize(head: &str) -> Value {
 }
 
 fn check_run_event(action: &str) -> Value {
-    let mut p = sample(&format!("check_run.{action}"));
-    patch_repo(&mut p);
-    p["check_run"]["name"] = json!("flakegate");
-    p["check_run"]["head_sha"] = json!(HEAD);
-    p["check_run"]["external_id"] = json!(HEAD);
-    p["check_run"]["pull_requests"] = json!([]);
-    if action == "requested_action" {
-        p["requested_action"] = json!({ "identifier": "rerun" });
-    }
-    p
+    support::app_harness::check_run_event(action, head(), (action == "requested_action").then_some("rerun"))
 }
 
 fn workflow_run_completed() -> Value {
@@ -92,62 +65,19 @@ fn workflow_run_completed() -> Value {
     patch_repo(&mut p);
     let run = &mut p["workflow_run"];
     run["id"] = json!(RUN_ID);
-    run["head_sha"] = json!(HEAD);
+    run["head_sha"] = json!(head());
     run["pull_requests"][0]["number"] = json!(PR);
-    run["pull_requests"][0]["head"]["sha"] = json!(HEAD);
-    run["pull_requests"][0]["base"]["sha"] = json!(BASE);
+    run["pull_requests"][0]["head"]["sha"] = json!(head());
+    run["pull_requests"][0]["base"]["sha"] = json!(base());
     p
-}
-
-/// Standard base64 (the contents API's encoding).
-fn base64(bytes: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for c in bytes.chunks(3) {
-        let n =
-            (u32::from(c[0]) << 16) | (u32::from(*c.get(1).unwrap_or(&0)) << 8) | u32::from(*c.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= c.len() {
-                out.push(T[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-/// A zip of `dir`'s files, as `actions/upload-artifact` makes it (paths relative to `dir`).
-fn zip_dir(dir: &Path) -> Vec<u8> {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) {
-        let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
-        entries.sort();
-        for p in entries {
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else {
-                let rel = p.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
-                out.push((rel, p));
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(dir, dir, &mut files);
-    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
-    for (name, path) in files {
-        zip.start_file(name, opts).unwrap();
-        zip.write_all(&std::fs::read(path).unwrap()).unwrap();
-    }
-    zip.finish().unwrap().into_inner()
 }
 
 fn check_run_json(id: u64, status: &str, conclusion: Option<&str>) -> Value {
     json!({
         "id": id,
         "name": "flakegate",
-        "head_sha": HEAD,
-        "external_id": HEAD,
+        "head_sha": head(),
+        "external_id": head(),
         "status": status,
         "conclusion": conclusion,
     })
@@ -157,79 +87,15 @@ fn body_of(req: &wiremock::Request) -> Value {
     serde_json::from_slice(&req.body).unwrap()
 }
 
-struct App {
-    fake: FakeGithub,
-    store: Arc<Store>,
-    worker: Worker,
-    base: String,
-    http: reqwest::Client,
-    now_ms: Arc<AtomicI64>,
-    deliveries: AtomicU64,
-    _dir: tempfile::TempDir,
+/// The per-test mocks of these tests (counted `times`, unlike the stateful `FakeRepo`).
+trait Mocks {
+    async fn mount_evidence(&self, times: u64);
+    async fn mount_diff(&self, times: u64);
+    async fn mount_no_config(&self, times: u64);
+    async fn mount_no_check_run_yet(&self, times: u64);
 }
 
-impl App {
-    async fn start(policy: RetryPolicy) -> App {
-        let fake = FakeGithub::start().await;
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}?mode=rwc", dir.path().join("flakegate.db").display());
-        let store = Arc::new(Store::open(&url, policy).await.unwrap());
-        // The fixture evidence was made for 2026-11-20.
-        let start: DateTime<Utc> = Utc.with_ymd_and_hms(2026, 11, 20, 12, 0, 0).unwrap();
-        let now_ms = Arc::new(AtomicI64::new(start.timestamp_millis()));
-        let clock: Clock = {
-            let now_ms = now_ms.clone();
-            Arc::new(move || Utc.timestamp_millis_opt(now_ms.load(Ordering::SeqCst)).unwrap())
-        };
-        let mut state = AppState::new(store.clone(), vec![SecretString::from(SECRET)]);
-        state.clock = clock.clone();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, router(state)).await.unwrap() });
-        let creds = AppCredentials::from_pem(AppId(fake.app_id), fake.private_key_pem().as_bytes()).unwrap();
-        let github = GithubApp::new(&fake.uri(), creds).unwrap();
-        let scratch = dir.path().join("scratch");
-        std::fs::create_dir_all(&scratch).unwrap();
-        let config = WorkerConfig {
-            worker_id: "test-worker".into(),
-            scratch_dir: scratch,
-            ..WorkerConfig::default()
-        };
-        let worker = Worker::new(store.clone(), github, config, clock);
-        App {
-            fake,
-            store,
-            worker,
-            base,
-            http: reqwest::Client::new(),
-            now_ms,
-            deliveries: AtomicU64::new(0),
-            _dir: dir,
-        }
-    }
-
-    fn advance(&self, d: Duration) {
-        self.now_ms.fetch_add(d.as_millis() as i64, Ordering::SeqCst);
-    }
-
-    /// Sign and POST `payload` as `event` with a fresh delivery id; expects 202.
-    async fn deliver(&self, event: &str, payload: &Value) {
-        let n = self.deliveries.fetch_add(1, Ordering::SeqCst);
-        let body = serde_json::to_vec(payload).unwrap();
-        let resp = self
-            .http
-            .post(format!("{}/webhook", self.base))
-            .header("content-type", "application/json")
-            .header("x-github-event", event)
-            .header("x-github-delivery", format!("00000000-0000-4000-8000-{n:012}"))
-            .header("x-hub-signature-256", sign(SECRET.as_bytes(), &body))
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resp.status().as_u16(), 202, "{event}: {}", resp.text().await.unwrap());
-    }
-
+impl Mocks for App {
     /// Mount the evidence of `tests/fixtures/cases/some_frozen` and the project ledger.
     async fn mount_evidence(&self, times: u64) {
         let artifacts = json!({
@@ -258,7 +124,7 @@ impl App {
                 move |_| ResponseTemplate::new(302).insert_header("location", blob.as_str()),
             )
             .await;
-        let zip = zip_dir(&manifest().join("tests/fixtures/cases/some_frozen/evidence"));
+        let zip = FakeRepo::zip_dir(&manifest().join("tests/fixtures/cases/some_frozen/evidence"));
         self.fake
             .mock_raw("GET", &format!("/blob/evidence-{ARTIFACT_ID}.zip"), times, move |_| {
                 ResponseTemplate::new(200).set_body_raw(zip.clone(), "application/zip")
@@ -270,7 +136,7 @@ impl App {
             "encoding": "base64",
             "name": "flake-ledger.json",
             "path": ".github/flake-ledger.json",
-            "content": base64(&ledger),
+            "content": support::fake_repo::base64(&ledger),
         });
         // Read twice per evaluation: at the base (the ledger in force) and at the
         // head (only to report the patch's own edits; here it has none).
@@ -286,7 +152,7 @@ impl App {
                         .find(|(k, _)| k == "ref")
                         .map(|(_, v)| v.into_owned());
                     assert!(
-                        at.as_deref() == Some(BASE) || at.as_deref() == Some(HEAD),
+                        at.as_deref() == Some(base()) || at.as_deref() == Some(head()),
                         "the ledger is read at the base or the head sha, got {at:?}"
                     );
                     ResponseTemplate::new(200).set_body_json(content.clone())
@@ -298,7 +164,7 @@ impl App {
             self.fake
                 .mock("GET", &repo_path(&format!("/contents/{path}")), times, |req| {
                     assert!(
-                        req.url.query_pairs().any(|(k, v)| k == "ref" && v == BASE),
+                        req.url.query_pairs().any(|(k, v)| k == "ref" && v == base()),
                         "CODEOWNERS must be read at the base sha: {}",
                         req.url
                     );
@@ -324,7 +190,7 @@ impl App {
         self.fake
             .mock("GET", &repo_path("/contents/.github/flakegate.yml"), times, |req| {
                 assert!(
-                    req.url.query_pairs().any(|(k, v)| k == "ref" && v == BASE),
+                    req.url.query_pairs().any(|(k, v)| k == "ref" && v == base()),
                     "the config must be read at the base sha: {}",
                     req.url
                 );
@@ -335,9 +201,12 @@ impl App {
 
     async fn mount_no_check_run_yet(&self, times: u64) {
         self.fake
-            .mock("GET", &repo_path(&format!("/commits/{HEAD}/check-runs")), times, |_| {
-                ResponseTemplate::new(200).set_body_json(json!({ "total_count": 0, "check_runs": [] }))
-            })
+            .mock(
+                "GET",
+                &repo_path(&format!("/commits/{}/check-runs", head())),
+                times,
+                |_| ResponseTemplate::new(200).set_body_json(json!({ "total_count": 0, "check_runs": [] })),
+            )
             .await;
     }
 }
@@ -363,8 +232,8 @@ async fn pull_request_then_evidence_publishes_a_check_run_and_one_comment() {
     assert_eq!(created.len(), 1);
     let body = body_of(&created[0]);
     assert_eq!(body["status"], "queued", "{body}");
-    assert_eq!(body["head_sha"], HEAD);
-    assert_eq!(body["external_id"], HEAD);
+    assert_eq!(body["head_sha"], head());
+    assert_eq!(body["external_id"], head());
     assert_eq!(body["name"], "flakegate");
     let title = body["output"]["title"].as_str().unwrap();
     assert!(title.starts_with("waiting for evidence"), "{title}");
@@ -510,11 +379,11 @@ async fn fork_run_rerequest_and_rerun() {
     let pulls = json!([{
         "number": PR,
         "state": "open",
-        "head": { "sha": HEAD, "ref": "fork-branch", "repo": { "full_name": "forker/octo-repo" } },
-        "base": { "sha": BASE, "ref": "main", "repo": { "full_name": format!("{OWNER}/{NAME}") } },
+        "head": { "sha": head(), "ref": "fork-branch", "repo": { "full_name": "forker/octo-repo" } },
+        "base": { "sha": base(), "ref": "main", "repo": { "full_name": format!("{OWNER}/{NAME}") } },
     }]);
     app.fake
-        .mock("GET", &repo_path(&format!("/commits/{HEAD}/pulls")), 2, move |_| {
+        .mock("GET", &repo_path(&format!("/commits/{}/pulls", head())), 2, move |_| {
             ResponseTemplate::new(200).set_body_json(pulls.clone())
         })
         .await;
@@ -641,7 +510,7 @@ async fn no_evidence_in_time_completes_inconclusive() {
     app.fake
         .mock(
             "GET",
-            &repo_path(&format!("/commits/{HEAD}/check-runs")),
+            &repo_path(&format!("/commits/{}/check-runs", head())),
             2,
             move |_| {
                 let runs = if listed.fetch_add(1, Ordering::SeqCst) == 0 {

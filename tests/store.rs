@@ -170,7 +170,7 @@ async fn lease_expiry(db: &Db) {
     assert_eq!(again.id, job.id);
     assert_eq!(again.lease_owner.as_deref(), Some("w2"));
     assert_eq!(again.attempts, 1, "a lost lease counts as an attempt");
-    s.complete(again.id).await.unwrap();
+    assert!(s.complete(again.id, "w2").await.unwrap());
     assert_eq!(s.job(job.id).await.unwrap().unwrap().state, JobState::Done);
     assert_eq!(s.claim("w3", after + Span::hours(1), LEASE).await.unwrap(), None);
 }
@@ -183,7 +183,7 @@ async fn backoff_and_dead_letter(db: &Db) {
     // Attempt 1 fails: retried after 10 s, not before.
     let retry1 = t0() + Span::seconds(10);
     assert_eq!(
-        s.fail(job.id, "502 from GitHub", t0()).await.unwrap(),
+        s.fail(job.id, "w", "502 from GitHub", t0()).await.unwrap(),
         Failed::Retry { at: retry1 }
     );
     let row = s.job(job.id).await.unwrap().unwrap();
@@ -195,13 +195,16 @@ async fn backoff_and_dead_letter(db: &Db) {
     // Attempt 2: the delay doubles.
     let retry2 = retry1 + Span::seconds(20);
     assert_eq!(
-        s.fail(job.id, "timeout", retry1).await.unwrap(),
+        s.fail(job.id, "w", "timeout", retry1).await.unwrap(),
         Failed::Retry { at: retry2 }
     );
     let job = s.claim("w", retry2, LEASE).await.unwrap().unwrap();
 
     // Attempt 3 of 3: dead, never claimed again.
-    assert_eq!(s.fail(job.id, "still failing", retry2).await.unwrap(), Failed::Dead);
+    assert_eq!(
+        s.fail(job.id, "w", "still failing", retry2).await.unwrap(),
+        Failed::Dead
+    );
     let row = s.job(job.id).await.unwrap().unwrap();
     assert_eq!((row.state, row.attempts), (JobState::Dead, 3));
     assert_eq!(s.claim("w", retry2 + Span::days(1), LEASE).await.unwrap(), None);
@@ -214,7 +217,7 @@ async fn retry_after_wins_when_longer(db: &Db) {
     // GitHub asked for a minute: the 10 s backoff gives way.
     let later = t0() + Span::seconds(60);
     assert_eq!(
-        s.fail_not_before(job.id, "429", t0(), Some(later)).await.unwrap(),
+        s.fail_not_before(job.id, "w", "429", t0(), Some(later)).await.unwrap(),
         Failed::Retry { at: later }
     );
     assert_eq!(s.claim("w", later - Span::milliseconds(1), LEASE).await.unwrap(), None);
@@ -222,7 +225,7 @@ async fn retry_after_wins_when_longer(db: &Db) {
     // A Retry-After shorter than the backoff does not shorten it.
     let backoff = later + Span::seconds(20);
     assert_eq!(
-        s.fail_not_before(job.id, "429", later, Some(later + Span::seconds(1)))
+        s.fail_not_before(job.id, "w", "429", later, Some(later + Span::seconds(1)))
             .await
             .unwrap(),
         Failed::Retry { at: backoff }
@@ -233,7 +236,11 @@ async fn release(db: &Db) {
     let s = db.open().await;
     s.record_delivery(&delivery("d1", 1, "a"), t0()).await.unwrap();
     let job = s.claim("w1", t0(), LEASE).await.unwrap().unwrap();
-    s.release(job.id).await.unwrap();
+    assert!(
+        !s.release(job.id, "w2").await.unwrap(),
+        "only the lease holder releases"
+    );
+    assert!(s.release(job.id, "w1").await.unwrap());
     let row = s.job(job.id).await.unwrap().unwrap();
     assert_eq!((row.state, row.attempts, row.lease_owner), (JobState::Queued, 0, None));
     let again = s
@@ -323,6 +330,173 @@ async fn survives_reopen(db: &Db) {
     assert_eq!(again.id, job.id);
 }
 
+/// A worker whose lease expired and was claimed again can no longer complete, fail or release
+/// the job: the new holder decides its outcome.
+async fn lease_owner_is_checked(db: &Db) {
+    let s = db.open().await;
+    s.record_delivery(&delivery("d1", 1, "a"), t0()).await.unwrap();
+    let job = s.claim("w1", t0(), LEASE).await.unwrap().unwrap();
+    let later = t0() + Span::seconds(61);
+    let again = s.claim("w2", later, LEASE).await.unwrap().unwrap();
+    assert_eq!((again.id, again.attempts), (job.id, 1));
+
+    // The stale worker w1 comes back from its stall.
+    assert!(!s.complete(job.id, "w1").await.unwrap());
+    assert_eq!(
+        s.fail(job.id, "w1", "late failure", later).await.unwrap(),
+        Failed::LeaseLost
+    );
+    assert!(!s.release(job.id, "w1").await.unwrap());
+    let row = s.job(job.id).await.unwrap().unwrap();
+    assert_eq!(
+        (row.state, row.attempts, row.lease_owner.as_deref(), row.last_error),
+        (JobState::Running, 1, Some("w2"), None),
+        "nothing w1 did counted"
+    );
+
+    // The holder's outcome counts, once.
+    assert!(s.complete(job.id, "w2").await.unwrap());
+    assert_eq!(s.job(job.id).await.unwrap().unwrap().state, JobState::Done);
+    assert!(
+        !s.complete(job.id, "w2").await.unwrap(),
+        "a done job is not completed twice"
+    );
+    assert_eq!(s.fail(job.id, "w2", "x", later).await.unwrap(), Failed::LeaseLost);
+    assert_eq!(s.job(job.id).await.unwrap().unwrap().state, JobState::Done);
+}
+
+/// The newest delivery of an event for a head, whatever its state; other heads, repositories,
+/// events and actions are not confused with it.
+async fn latest_delivery(db: &Db) {
+    let s = db.open().await;
+    let run = |id: &str, repo: &str, sha: &str, action: &str| NewDelivery {
+        delivery_id: id.to_owned(),
+        event: "workflow_run".to_owned(),
+        action: Some(action.to_owned()),
+        repo: Some(repo.to_owned()),
+        pr: Some(1),
+        head_sha: Some(sha.to_owned()),
+        payload: format!(r#"{{"delivery":"{id}"}}"#),
+    };
+    assert_eq!(
+        s.latest_delivery("octo/repo", "aaa", "workflow_run", "completed")
+            .await
+            .unwrap(),
+        None
+    );
+    s.record_delivery(&run("r1", "octo/repo", "aaa", "completed"), t0())
+        .await
+        .unwrap();
+    s.record_delivery(&run("r2", "octo/repo", "aaa", "completed"), t0())
+        .await
+        .unwrap();
+    s.record_delivery(&run("other-head", "octo/repo", "bbb", "completed"), t0())
+        .await
+        .unwrap();
+    s.record_delivery(&run("other-repo", "octo/other", "aaa", "completed"), t0())
+        .await
+        .unwrap();
+    s.record_delivery(&run("requested", "octo/repo", "aaa", "requested"), t0())
+        .await
+        .unwrap();
+    s.record_delivery(&delivery("a-push", 1, "aaa"), t0()).await.unwrap();
+    let latest = s
+        .latest_delivery("octo/repo", "aaa", "workflow_run", "completed")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(latest.delivery_id, "r2");
+    assert_eq!(latest.payload, r#"{"delivery":"r2"}"#);
+
+    // Done, dead or superseded, it is still the latest evidence known for that head.
+    while let Some(j) = s.claim("w", t0(), LEASE).await.unwrap() {
+        assert!(s.complete(j.id, "w").await.unwrap());
+    }
+    let latest = s
+        .latest_delivery("octo/repo", "aaa", "workflow_run", "completed")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((latest.delivery_id.as_str(), latest.state), ("r2", JobState::Done));
+    assert_eq!(
+        s.latest_delivery("octo/repo", "bbb", "workflow_run", "completed")
+            .await
+            .unwrap()
+            .unwrap()
+            .delivery_id,
+        "other-head"
+    );
+    assert_eq!(
+        s.latest_delivery("octo/repo", "ccc", "workflow_run", "completed")
+            .await
+            .unwrap(),
+        None
+    );
+}
+
+/// The head lookup is served by an index on both backends, not a scan of every job.
+async fn latest_delivery_uses_an_index(db: &Db) {
+    let s = db.open().await;
+    let plan: String = match &s {
+        Store::Sqlite(_) => {
+            let url = &db.url;
+            let mut conn = sqlx::SqliteConnection::connect(url).await.unwrap();
+            let rows: Vec<(i64, i64, i64, String)> = sqlx::query_as(
+                "EXPLAIN QUERY PLAN SELECT id FROM jobs WHERE repo = 'r' AND head_sha = 'h' AND event = 'e' \
+                 AND action = 'a' ORDER BY id DESC LIMIT 1",
+            )
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+            rows.into_iter().map(|r| r.3).collect::<Vec<_>>().join("\n")
+        }
+        Store::Postgres(_) => {
+            let schema = db.pg_schema.as_deref().unwrap();
+            let mut conn = sqlx::PgConnection::connect(&db.url).await.unwrap();
+            sqlx::raw_sql(&format!("SET search_path TO {schema}; SET enable_seqscan = off"))
+                .execute(&mut conn)
+                .await
+                .unwrap();
+            let rows: Vec<(String,)> = sqlx::query_as(
+                "EXPLAIN SELECT id FROM jobs WHERE repo = 'r' AND head_sha = 'h' AND event = 'e' AND action = 'a' \
+                 ORDER BY id DESC LIMIT 1",
+            )
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+            rows.into_iter().map(|r| r.0).collect::<Vec<_>>().join("\n")
+        }
+    };
+    assert!(
+        plan.contains("jobs_head"),
+        "the lookup does not use the jobs_head index:\n{plan}"
+    );
+}
+
+/// What was sent to a check run is remembered per check run: a new check run id for the same
+/// head starts empty.
+async fn published_annotations(db: &Db) {
+    let s = db.open().await;
+    assert!(s.published_annotations("octo/repo", "aaa", 5).await.unwrap().is_empty());
+    let digests = vec!["d1".to_owned(), "d2".to_owned()];
+    s.set_published_annotations("octo/repo", "aaa", 5, &digests)
+        .await
+        .unwrap();
+    assert_eq!(s.published_annotations("octo/repo", "aaa", 5).await.unwrap(), digests);
+    assert!(s.published_annotations("octo/repo", "aaa", 6).await.unwrap().is_empty());
+    assert!(s.published_annotations("octo/repo", "bbb", 5).await.unwrap().is_empty());
+    assert!(s
+        .published_annotations("octo/other", "aaa", 5)
+        .await
+        .unwrap()
+        .is_empty());
+    let more = vec!["d1".to_owned(), "d2".to_owned(), "d3".to_owned()];
+    s.set_published_annotations("octo/repo", "aaa", 5, &more).await.unwrap();
+    assert_eq!(s.published_annotations("octo/repo", "aaa", 5).await.unwrap(), more);
+    s.set_published_annotations("octo/repo", "aaa", 5, &[]).await.unwrap();
+    assert!(s.published_annotations("octo/repo", "aaa", 5).await.unwrap().is_empty());
+}
+
 macro_rules! contract {
     ($($case:ident),* $(,)?) => {
         mod sqlite {
@@ -358,6 +532,10 @@ contract!(
     supersede,
     publish_state,
     survives_reopen,
+    lease_owner_is_checked,
+    latest_delivery,
+    latest_delivery_uses_an_index,
+    published_annotations,
 );
 
 #[tokio::test]

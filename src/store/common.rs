@@ -28,36 +28,46 @@ macro_rules! common_store_methods {
             })
         }
 
-        pub(super) async fn complete(&self, id: JobId) -> anyhow::Result<()> {
-            sqlx::query::<Db>(sql::COMPLETE)
+        pub(super) async fn complete(&self, id: JobId, worker: &str) -> anyhow::Result<bool> {
+            let n = sqlx::query::<Db>(sql::COMPLETE)
                 .bind(id.0)
+                .bind(worker)
                 .execute(&self.pool)
-                .await?;
-            Ok(())
+                .await?
+                .rows_affected();
+            Ok(n == 1)
         }
 
-        pub(super) async fn release(&self, id: JobId) -> anyhow::Result<()> {
-            sqlx::query::<Db>(sql::RELEASE)
+        pub(super) async fn release(&self, id: JobId, worker: &str) -> anyhow::Result<bool> {
+            let n = sqlx::query::<Db>(sql::RELEASE)
                 .bind(id.0)
+                .bind(worker)
                 .execute(&self.pool)
-                .await?;
-            Ok(())
+                .await?
+                .rows_affected();
+            Ok(n == 1)
         }
 
         pub(super) async fn fail(
             &self,
             id: JobId,
+            worker: &str,
             error: &str,
             now: DateTime<Utc>,
             not_before: Option<DateTime<Utc>>,
         ) -> anyhow::Result<Failed> {
             let mut tx = self.pool.begin().await?;
-            let (attempts,): (i64,) = sqlx::query_as::<Db, _>(sql::BUMP_ATTEMPTS)
+            let Some((attempts,)): Option<(i64,)> = sqlx::query_as::<Db, _>(sql::BUMP_ATTEMPTS)
                 .bind(id.0)
+                .bind(worker)
                 .bind(error)
                 .fetch_optional(&mut *tx)
                 .await?
-                .with_context(|| format!("no job {id}"))?;
+            else {
+                // Not ours any more (or not running): leave it to whoever holds it.
+                tx.rollback().await?;
+                return Ok(Failed::LeaseLost);
+            };
             let attempts = u32::try_from(attempts).unwrap_or(u32::MAX);
             let outcome = if attempts >= self.policy.max_attempts {
                 Failed::Dead
@@ -67,8 +77,8 @@ macro_rules! common_store_methods {
                 Failed::Retry { at }
             };
             let (state, at) = match outcome {
-                Failed::Dead => (JobState::Dead, now),
                 Failed::Retry { at } => (JobState::Queued, at),
+                Failed::Dead | Failed::LeaseLost => (JobState::Dead, now),
             };
             sqlx::query::<Db>(sql::SET_RETRY)
                 .bind(id.0)
@@ -117,6 +127,24 @@ macro_rules! common_store_methods {
             row.map(job_from_row).transpose()
         }
 
+        pub(super) async fn latest_delivery(
+            &self,
+            repo: &str,
+            head_sha: &str,
+            event: &str,
+            action: &str,
+        ) -> anyhow::Result<Option<Job>> {
+            let q = sql::LATEST_DELIVERY.replace("{columns}", JOB_COLUMNS);
+            let row: Option<JobRow> = sqlx::query_as::<Db, _>(&q)
+                .bind(repo)
+                .bind(head_sha)
+                .bind(event)
+                .bind(action)
+                .fetch_optional(&self.pool)
+                .await?;
+            row.map(job_from_row).transpose()
+        }
+
         pub(super) async fn jobs(&self) -> anyhow::Result<Vec<Job>> {
             let q = format!("SELECT {JOB_COLUMNS} FROM jobs ORDER BY id");
             let rows: Vec<JobRow> = sqlx::query_as::<Db, _>(&q).fetch_all(&self.pool).await?;
@@ -137,6 +165,40 @@ macro_rules! common_store_methods {
                 .bind(repo)
                 .bind(head_sha)
                 .bind(id as i64)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        }
+
+        pub(super) async fn published_annotations(
+            &self,
+            repo: &str,
+            head_sha: &str,
+            check_run_id: u64,
+        ) -> anyhow::Result<Vec<String>> {
+            let row: Option<(String,)> = sqlx::query_as::<Db, _>(sql::PUBLISHED)
+                .bind(repo)
+                .bind(head_sha)
+                .bind(check_run_id as i64)
+                .fetch_optional(&self.pool)
+                .await?;
+            Ok(row
+                .map(|(d,)| d.lines().map(str::to_owned).collect())
+                .unwrap_or_default())
+        }
+
+        pub(super) async fn set_published_annotations(
+            &self,
+            repo: &str,
+            head_sha: &str,
+            check_run_id: u64,
+            digests: &[String],
+        ) -> anyhow::Result<()> {
+            sqlx::query::<Db>(sql::SET_PUBLISHED)
+                .bind(repo)
+                .bind(head_sha)
+                .bind(check_run_id as i64)
+                .bind(digests.join("\n"))
                 .execute(&self.pool)
                 .await?;
             Ok(())

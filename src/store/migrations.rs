@@ -2,7 +2,8 @@
 //! Never edit a released migration; append a new one.
 
 /// SQLite: times are unix milliseconds.
-pub const SQLITE: &[&str] = &[r#"
+pub const SQLITE: &[&str] = &[
+    r#"
 CREATE TABLE jobs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     delivery_id TEXT NOT NULL UNIQUE,
@@ -30,10 +31,24 @@ CREATE TABLE comments (
     repo TEXT NOT NULL, pr INTEGER NOT NULL, comment_id INTEGER NOT NULL, body_sha256 TEXT NOT NULL,
     PRIMARY KEY (repo, pr)
 );
-"#];
+"#,
+    // 2: re-evaluation looks up the latest delivery of an event for a head.
+    HEAD_INDEX,
+    // 3: GitHub appends annotations on every check-run update; what was sent is remembered.
+    PUBLISHED_ANNOTATIONS,
+];
+
+/// The latest delivery of an event for a head (`Store::latest_delivery`); same on both backends.
+const HEAD_INDEX: &str = "CREATE INDEX jobs_head ON jobs (repo, head_sha, event, action, id)";
+
+/// Digests of the annotations already sent to a check run (`Store::published_annotations`).
+const PUBLISHED_ANNOTATIONS: &str = "CREATE TABLE published_annotations (repo TEXT NOT NULL, head_sha TEXT NOT NULL, \
+                                     check_run_id BIGINT NOT NULL, digests TEXT NOT NULL, PRIMARY KEY (repo, head_sha, \
+                                     check_run_id))";
 
 /// PostgreSQL: the same tables and types as SQLite, so both decode into the same rows.
-pub const POSTGRES: &[&str] = &[r#"
+pub const POSTGRES: &[&str] = &[
+    r#"
 CREATE TABLE jobs (
     id BIGSERIAL PRIMARY KEY,
     delivery_id TEXT NOT NULL UNIQUE,
@@ -61,6 +76,11 @@ CREATE TABLE comments (
     repo TEXT NOT NULL, pr BIGINT NOT NULL, comment_id BIGINT NOT NULL, body_sha256 TEXT NOT NULL,
     PRIMARY KEY (repo, pr)
 );
-"#];
+"#,
+    // 2
+    HEAD_INDEX,
+    // 3
+    PUBLISHED_ANNOTATIONS,
+];
 
 pub const CREATE_VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY)";

@@ -129,6 +129,9 @@ pub enum Failed {
     },
     /// Out of attempts: the job is dead and will not be claimed again.
     Dead,
+    /// The worker's lease had expired and the job was claimed again: the failure is not
+    /// counted; the worker holding the lease now decides the outcome.
+    LeaseLost,
 }
 
 /// Attempts and exponential backoff: `base * 2^(attempts-1)`, at most `cap`.
@@ -212,13 +215,18 @@ impl Store {
         dispatch!(self, s => s.claim(worker, now, lease).await)
     }
 
-    pub async fn complete(&self, id: JobId) -> anyhow::Result<()> {
-        dispatch!(self, s => s.complete(id).await)
+    /// Mark job `id` done, if `worker` still holds its lease. `false`: the lease expired and
+    /// the job was claimed again (by another worker, which now owns the outcome), or it is no
+    /// longer running; nothing changed.
+    pub async fn complete(&self, id: JobId, worker: &str) -> anyhow::Result<bool> {
+        dispatch!(self, s => s.complete(id, worker).await)
     }
 
-    /// Count a failed attempt: queue again after the backoff, or dead after the last attempt.
-    pub async fn fail(&self, id: JobId, error: &str, now: DateTime<Utc>) -> anyhow::Result<Failed> {
-        dispatch!(self, s => s.fail(id, error, now, None).await)
+    /// Count a failed attempt of `worker`'s leased job: queue again after the backoff, or dead
+    /// after the last attempt; [`Failed::LeaseLost`] (and nothing changed) if `worker` no longer
+    /// holds the lease.
+    pub async fn fail(&self, id: JobId, worker: &str, error: &str, now: DateTime<Utc>) -> anyhow::Result<Failed> {
+        dispatch!(self, s => s.fail(id, worker, error, now, None).await)
     }
 
     /// [`Store::fail`], but not retried before `not_before` (GitHub's `Retry-After`
@@ -226,16 +234,30 @@ impl Store {
     pub async fn fail_not_before(
         &self,
         id: JobId,
+        worker: &str,
         error: &str,
         now: DateTime<Utc>,
         not_before: Option<DateTime<Utc>>,
     ) -> anyhow::Result<Failed> {
-        dispatch!(self, s => s.fail(id, error, now, not_before).await)
+        dispatch!(self, s => s.fail(id, worker, error, now, not_before).await)
     }
 
-    /// Give a leased job back untouched (graceful shutdown): claimable again at once.
-    pub async fn release(&self, id: JobId) -> anyhow::Result<()> {
-        dispatch!(self, s => s.release(id).await)
+    /// Give a job `worker` leased back untouched (graceful shutdown): claimable again at once.
+    /// `false` if `worker` no longer held the lease.
+    pub async fn release(&self, id: JobId, worker: &str) -> anyhow::Result<bool> {
+        dispatch!(self, s => s.release(id, worker).await)
+    }
+
+    /// The most recent delivery of `event`.`action` recorded for `repo` at `head_sha`, in any
+    /// state (re-evaluation judges the latest workflow run known for a head). Indexed.
+    pub async fn latest_delivery(
+        &self,
+        repo: &str,
+        head_sha: &str,
+        event: &str,
+        action: &str,
+    ) -> anyhow::Result<Option<Job>> {
+        dispatch!(self, s => s.latest_delivery(repo, head_sha, event, action).await)
     }
 
     /// `head_sha` is now the head of `repo`#`pr`: queued jobs of that pull request for any
@@ -264,6 +286,29 @@ impl Store {
 
     pub async fn set_check_run_id(&self, repo: &str, head_sha: &str, id: u64) -> anyhow::Result<()> {
         dispatch!(self, s => s.set_check_run_id(repo, head_sha, id).await)
+    }
+
+    /// Digests of the annotations already sent to check run `check_run_id` of `repo` at
+    /// `head_sha` (GitHub appends annotations on every update and never removes them, so
+    /// publishing again sends only new ones). Empty when none were recorded.
+    pub async fn published_annotations(
+        &self,
+        repo: &str,
+        head_sha: &str,
+        check_run_id: u64,
+    ) -> anyhow::Result<Vec<String>> {
+        dispatch!(self, s => s.published_annotations(repo, head_sha, check_run_id).await)
+    }
+
+    /// Replace the recorded annotation digests of that check run.
+    pub async fn set_published_annotations(
+        &self,
+        repo: &str,
+        head_sha: &str,
+        check_run_id: u64,
+        digests: &[String],
+    ) -> anyhow::Result<()> {
+        dispatch!(self, s => s.set_published_annotations(repo, head_sha, check_run_id, digests).await)
     }
 
     pub async fn comment(&self, repo: &str, pr: u64) -> anyhow::Result<Option<CommentState>> {
@@ -335,12 +380,16 @@ pub(crate) mod sql {
     pub const RECORD: &str = "INSERT INTO jobs (delivery_id, event, action, repo, pr, head_sha, payload, state, \
                               attempts, next_attempt_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, 'queued', 0, \
                               $8, $8) ON CONFLICT (delivery_id) DO NOTHING RETURNING id";
-    pub const COMPLETE: &str =
-        "UPDATE jobs SET state = 'done', lease_owner = NULL, lease_until = NULL WHERE id = $1 AND state = 'running'";
-    pub const RELEASE: &str =
-        "UPDATE jobs SET state = 'queued', lease_owner = NULL, lease_until = NULL WHERE id = $1 AND state = 'running'";
-    pub const BUMP_ATTEMPTS: &str =
-        "UPDATE jobs SET attempts = attempts + 1, last_error = $2 WHERE id = $1 RETURNING attempts";
+    /// Job updates by a worker hold only while it holds the lease (`lease_owner = $2`).
+    pub const COMPLETE: &str = "UPDATE jobs SET state = 'done', lease_owner = NULL, lease_until = NULL WHERE id = $1 \
+                                AND state = 'running' AND lease_owner = $2";
+    pub const RELEASE: &str = "UPDATE jobs SET state = 'queued', lease_owner = NULL, lease_until = NULL WHERE id = $1 \
+                               AND state = 'running' AND lease_owner = $2";
+    pub const BUMP_ATTEMPTS: &str = "UPDATE jobs SET attempts = attempts + 1, last_error = $3 WHERE id = $1 AND state \
+                                     = 'running' AND lease_owner = $2 RETURNING attempts";
+    /// Served by the `jobs_head` index.
+    pub const LATEST_DELIVERY: &str = "SELECT {columns} FROM jobs WHERE repo = $1 AND head_sha = $2 AND event = $3 \
+                                       AND action = $4 ORDER BY id DESC LIMIT 1";
     pub const SET_RETRY: &str = "UPDATE jobs SET state = $2, next_attempt_at = $3, lease_owner = NULL, lease_until = \
                                  NULL WHERE id = $1";
     pub const SET_HEAD: &str = "INSERT INTO pr_heads (repo, pr, head_sha) VALUES ($1, $2, $3) ON CONFLICT (repo, pr) \
@@ -351,6 +400,11 @@ pub(crate) mod sql {
     pub const CHECK_RUN: &str = "SELECT check_run_id FROM check_runs WHERE repo = $1 AND head_sha = $2";
     pub const SET_CHECK_RUN: &str = "INSERT INTO check_runs (repo, head_sha, check_run_id) VALUES ($1, $2, $3) ON \
                                      CONFLICT (repo, head_sha) DO UPDATE SET check_run_id = excluded.check_run_id";
+    pub const PUBLISHED: &str =
+        "SELECT digests FROM published_annotations WHERE repo = $1 AND head_sha = $2 AND check_run_id = $3";
+    pub const SET_PUBLISHED: &str = "INSERT INTO published_annotations (repo, head_sha, check_run_id, digests) VALUES \
+                                     ($1, $2, $3, $4) ON CONFLICT (repo, head_sha, check_run_id) DO UPDATE SET digests \
+                                     = excluded.digests";
     pub const COMMENT: &str = "SELECT comment_id, body_sha256 FROM comments WHERE repo = $1 AND pr = $2";
     pub const SET_COMMENT: &str = "INSERT INTO comments (repo, pr, comment_id, body_sha256) VALUES ($1, $2, $3, $4) \
                                    ON CONFLICT (repo, pr) DO UPDATE SET comment_id = excluded.comment_id, body_sha256 \

@@ -335,10 +335,11 @@ impl FakeGithub {
         self.state.lock().unwrap().token_ttl = Some(ttl);
     }
 
-    /// Mount a GitHub API mock for `method concrete_path` (any query), expected `times` times.
-    /// The path must belong to an operation of the OpenAPI subset. Before `respond` runs, the
-    /// request's installation token, query parameter names and JSON body are checked.
-    pub async fn mock<F>(&self, method_name: &str, concrete_path: &str, times: u64, respond: F)
+    /// Mount a GitHub API mock for `method concrete_path` (any query), expected `times` times
+    /// (a count or a range such as `0..`). The path must belong to an operation of the OpenAPI
+    /// subset. Before `respond` runs, the request's installation token, query parameter names and
+    /// JSON body are checked.
+    pub async fn mock<F>(&self, method_name: &str, concrete_path: &str, times: impl Into<wiremock::Times>, respond: F)
     where
         F: Fn(&Request) -> ResponseTemplate + Send + Sync + 'static,
     {
@@ -349,35 +350,9 @@ impl FakeGithub {
         let m = method_name.to_owned();
         Mock::given(method(method_name))
             .and(path(concrete_path))
-            .respond_with(move |req: &Request| {
-                let auth = req
-                    .headers
-                    .get("authorization")
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("");
-                let mut problems = Vec::new();
-                {
-                    let st = st.lock().unwrap();
-                    if !auth.strip_prefix("Bearer ").is_some_and(|t| st.tokens.contains(t)) {
-                        problems.push(format!(
-                            "not authenticated with an installation token (Authorization: {auth:?})"
-                        ));
-                    }
-                }
-                for (k, _) in req.url.query_pairs() {
-                    if !allowed.contains(k.as_ref()) {
-                        problems.push(format!("query parameter {k:?} is not declared for {m} {template}"));
-                    }
-                }
-                if let Err(e) = check_body(req, &m, &template) {
-                    problems.push(e);
-                }
-                if !problems.is_empty() {
-                    let msg = problems.join("; ");
-                    st.lock().unwrap().violations.push(format!("{}: {msg}", describe(req)));
-                    return ResponseTemplate::new(422).set_body_json(json!({ "message": msg }));
-                }
-                respond(req)
+            .respond_with(move |req: &Request| match screen(&st, req, &m, &template, &allowed) {
+                Some(refused) => refused,
+                None => respond(req),
             })
             .expect(times)
             .named(format!("{method_name} {concrete_path}"))
@@ -385,9 +360,46 @@ impl FakeGithub {
             .await;
     }
 
-    /// Mount a non-API URL (e.g. the blob storage an artifact redirect points to).
-    pub async fn mock_raw<F>(&self, method_name: &str, concrete_path: &str, times: u64, respond: F)
+    /// Mount one handler for every API request, any method, whose path starts with `prefix`
+    /// (e.g. `/repos/owner/name/`), at wiremock `priority` (lower wins; `mock` uses the default
+    /// 5, so a test's own `mock` overrides this). No `times` expectation. Each request is checked
+    /// exactly as [`FakeGithub::mock`] checks it, against the operation its own path and method
+    /// belong to; a request that is no operation of the subset is a violation. `respond` gets the
+    /// request and the operation's OpenAPI path template (`/repos/{owner}/{repo}/check-runs/{check_run_id}`).
+    pub async fn mock_prefix<F>(&self, prefix: &str, priority: u8, respond: F)
     where
+        F: Fn(&Request, &str) -> ResponseTemplate + Send + Sync + 'static,
+    {
+        let st = self.state.clone();
+        let re = format!("^{}", regex_escape(prefix));
+        Mock::given(wiremock::matchers::path_regex(re))
+            .respond_with(move |req: &Request| {
+                let m = req.method.as_str().to_owned();
+                let Some((template, op)) = operation(&m, req.url.path()) else {
+                    let msg = format!("{m} {} is no operation in openapi-subset.json", req.url.path());
+                    st.lock().unwrap().violations.push(format!("{}: {msg}", describe(req)));
+                    return ResponseTemplate::new(501).set_body_json(json!({ "message": msg }));
+                };
+                let allowed = query_params(op);
+                match screen(&st, req, &m, &template, &allowed) {
+                    Some(refused) => refused,
+                    None => respond(req, &template),
+                }
+            })
+            .with_priority(priority)
+            .named(format!("any {prefix}"))
+            .mount(&self.server)
+            .await;
+    }
+
+    /// Mount a non-API URL (e.g. the blob storage an artifact redirect points to).
+    pub async fn mock_raw<F>(
+        &self,
+        method_name: &str,
+        concrete_path: &str,
+        times: impl Into<wiremock::Times>,
+        respond: F,
+    ) where
         F: Fn(&Request) -> ResponseTemplate + Send + Sync + 'static,
     {
         Mock::given(method(method_name))
@@ -424,6 +436,54 @@ impl FakeGithub {
         }
         self.server.verify().await;
     }
+}
+
+/// The checks every API request passes before its mock answers: an installation token the fake
+/// issued, only declared query parameters, a body valid for the operation. `Some` is the refusal.
+fn screen(
+    st: &Mutex<State>,
+    req: &Request,
+    method: &str,
+    template: &str,
+    allowed: &HashSet<String>,
+) -> Option<ResponseTemplate> {
+    let auth = req
+        .headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let mut problems = Vec::new();
+    if !auth
+        .strip_prefix("Bearer ")
+        .is_some_and(|t| st.lock().unwrap().tokens.contains(t))
+    {
+        problems.push(format!(
+            "not authenticated with an installation token (Authorization: {auth:?})"
+        ));
+    }
+    for (k, _) in req.url.query_pairs() {
+        if !allowed.contains(k.as_ref()) {
+            problems.push(format!("query parameter {k:?} is not declared for {method} {template}"));
+        }
+    }
+    if let Err(e) = check_body(req, method, template) {
+        problems.push(e);
+    }
+    if problems.is_empty() {
+        return None;
+    }
+    let msg = problems.join("; ");
+    st.lock().unwrap().violations.push(format!("{}: {msg}", describe(req)));
+    Some(ResponseTemplate::new(422).set_body_json(json!({ "message": msg })))
+}
+
+fn regex_escape(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let special = "\\.+*?()|[]{}^$#&-~".contains(c);
+            special.then_some('\\').into_iter().chain(std::iter::once(c))
+        })
+        .collect()
 }
 
 fn check_body(req: &Request, method: &str, template: &str) -> Result<(), String> {
