@@ -66,6 +66,10 @@ pub struct CheckArgs {
     /// meta.json: base/head sha, K, seed, test command.
     #[arg(long, value_name = "FILE")]
     pub meta: Option<PathBuf>,
+    /// The workflow file that produced the evidence (e.g. .github/workflows/flakegate-evidence.yml):
+    /// then only a patch's edit of it (or of .github/actions/) distrusts the evidence, not of other workflows.
+    #[arg(long, value_name = "PATH")]
+    pub workflow: Option<String>,
     /// Judge expiries as of this UTC date (default: today).
     #[arg(long, value_name = "YYYY-MM-DD")]
     pub today: Option<NaiveDate>,
@@ -324,6 +328,7 @@ fn check(args: CheckArgs) -> anyhow::Result<i32> {
         base_sha,
         head_sha,
         inputs,
+        workflow: args.workflow.clone(),
     };
     let mut report = evaluate(&input);
     report.notes.extend(notes);

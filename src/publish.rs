@@ -563,6 +563,7 @@ mod tests {
             base_sha: None,
             head_sha: Some("0123456789abcdef0123456789abcdef01234567".into()),
             inputs: Vec::new(),
+            workflow: None,
         };
         crate::gate::evaluate(&input)
     }

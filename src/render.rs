@@ -119,13 +119,12 @@ pub fn text(r: &Report) -> String {
     }
     let _ = writeln!(s, "\nreasons (the first decides):");
     for reason in &r.reasons {
-        let _ = writeln!(
-            s,
-            "  {:<22} {:<16} {}",
-            reason.code.as_str(),
-            reason.verdict.as_str(),
-            reason.message
-        );
+        let verdict = if reason.escalated {
+            format!("{} (policy)", reason.verdict)
+        } else {
+            reason.verdict.to_string()
+        };
+        let _ = writeln!(s, "  {:<22} {:<16} {}", reason.code.as_str(), verdict, reason.message);
     }
     let _ = writeln!(s, "\nfiles:");
     for f in &r.files {

@@ -663,6 +663,7 @@ impl Worker {
             base_sha: Some(pr.base_sha.clone()),
             head_sha: Some(head.to_owned()),
             inputs,
+            workflow: (!workflow_path.is_empty()).then(|| workflow_path.to_owned()),
         };
         let mut report = evaluate(&input);
         report.notes.extend(notes);

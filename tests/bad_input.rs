@@ -150,7 +150,7 @@ fn coverage_from_another_repository_is_inconclusive() {
     let (code, out, _) = check(&d, &good_cov(), &[]);
     assert_eq!(code, 1);
     let r = reasons(&out);
-    assert_eq!(r[0].0, "missing_evidence", "{r:?}");
+    assert_eq!(r[0].0, "evidence_mismatch", "{r:?}");
     assert!(r[0].1.contains("another repository"), "{r:?}");
 }
 

@@ -62,9 +62,14 @@ fn checkout(case: &str) -> (tempfile::TempDir, String) {
 }
 
 fn check(repo: &Path, base: &str, case: &str) -> Value {
+    check_with(repo, base, case, &[])
+}
+
+fn check_with(repo: &Path, base: &str, case: &str, extra: &[&str]) -> Value {
     let ev = root().join("tests/fixtures/cases").join(case).join("evidence");
     let out = Command::new(env!("CARGO_BIN_EXE_flakegate"))
         .args(["check", "--format", "json", "--today", "2026-11-20", "--base", base])
+        .args(extra)
         .arg("--coverage")
         .arg(ev.join("coverage.json"))
         .arg("--results")
@@ -224,4 +229,82 @@ fn codeowners_at_base_name_the_owners_of_blind_lines() {
         .unwrap()
         .iter()
         .any(|i| i["role"] == "codeowners"));
+}
+
+#[test]
+fn the_evidence_workflow_decides_which_workflow_edits_count() {
+    let (t, base) = checkout("all_stable");
+    let repo = t.path();
+    std::fs::create_dir_all(repo.join(".github/workflows")).unwrap();
+    std::fs::write(repo.join(".github/workflows/release.yml"), "on: push\njobs: {}\n").unwrap();
+    git(repo, &["add", "-A"]);
+    git(repo, &["commit", "-q", "-m", "a release workflow"]);
+    let has = |v: &Value, code: &str| codes(v).contains(&code);
+    // Which workflow produced the evidence is not known: every workflow edit counts.
+    let v = check(repo, &base, "all_stable");
+    assert_eq!(v["verdict"], "INCONCLUSIVE", "{:#}", v["reasons"]);
+    assert!(has(&v, "evidence_config_changed"), "{:#}", v["reasons"]);
+    // Known, and another one: only a note.
+    let v = check_with(
+        repo,
+        &base,
+        "all_stable",
+        &["--workflow", ".github/workflows/flakegate-evidence.yml"],
+    );
+    assert!(!has(&v, "evidence_config_changed"), "{:#}", v["reasons"]);
+    assert!(
+        v["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains(".github/workflows/release.yml")),
+        "{:#}",
+        v["notes"]
+    );
+    // Known, and that one: not trusted, named as the evidence's workflow.
+    let v = check_with(
+        repo,
+        &base,
+        "all_stable",
+        &["--workflow", ".github/workflows/release.yml"],
+    );
+    assert_eq!(codes(&v)[0], "evidence_config_changed");
+    assert!(v["reasons"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains(".github/workflows/release.yml is the workflow that produced the evidence"));
+}
+
+#[test]
+fn policy_signals_at_base_escalate_a_caveat() {
+    let (t, base) = checkout("all_stable");
+    let repo = t.path();
+    // The base's config makes weakened tests INCONCLUSIVE; the head adds a sleep to a test.
+    git(repo, &["checkout", "-q", &base]);
+    std::fs::write(
+        repo.join(".github/flakegate.yml"),
+        "policy:\n  signals:\n    weakened_test: inconclusive\n",
+    )
+    .unwrap();
+    git(repo, &["add", "-A"]);
+    git(repo, &["commit", "-q", "-m", "policy"]);
+    let base2 = git(repo, &["rev-parse", "HEAD"]);
+    git(repo, &["checkout", "-q", "-b", "pr"]);
+    let patch = root().join("tests/fixtures/cases/all_stable/diff.patch");
+    git(repo, &["apply", patch.to_str().unwrap()]);
+    let test = repo.join("tests/test_pricing.py");
+    let text = std::fs::read_to_string(&test)
+        .unwrap()
+        .replace("def test_tax_rate():\n", "def test_tax_rate():\n    time.sleep(0.01)\n");
+    std::fs::write(&test, format!("import time\n{text}")).unwrap();
+    git(repo, &["commit", "-q", "-am", "head"]);
+    let v = check(repo, &base2, "all_stable");
+    assert_eq!(v["verdict"], "INCONCLUSIVE", "{:#}", v["reasons"]);
+    assert_eq!(codes(&v), ["weakened_test"]);
+    assert_eq!(v["reasons"][0]["verdict"], "INCONCLUSIVE");
+    assert_eq!(v["reasons"][0]["escalated"], true);
+    assert!(v["reasons"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("tests/test_pricing.py:8: adds a sleep"));
 }

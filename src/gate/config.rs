@@ -63,6 +63,56 @@ pub enum CaveatConclusion {
     Failure,
 }
 
+/// What a caveat signal does to the verdict (`policy.signals`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignalLevel {
+    /// The reason is dropped from the verdict; the report's notes say policy turned it off.
+    Off,
+    /// PASS becomes PASS_WITH_CAVEAT (the default).
+    Caveat,
+    /// The reason makes the verdict INCONCLUSIVE.
+    Inconclusive,
+}
+
+/// Per caveat signal, what it does (`policy.signals`); an unset signal is a caveat.
+/// Keys are the reasons' codes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Signals {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weakened_test: Option<SignalLevel>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub self_witness: Option<SignalLevel>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase_only_witness: Option<SignalLevel>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ledger_edited: Option<SignalLevel>,
+    /// `inconclusive` is what `strict_lines: true` does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blind_lines: Option<SignalLevel>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub some_frozen: Option<SignalLevel>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_results: Option<SignalLevel>,
+}
+
+impl Signals {
+    /// The level set for a reason code (`None`: the code is not a signal, or it is unset).
+    pub fn get(&self, code: &str) -> Option<SignalLevel> {
+        match code {
+            "weakened_test" => self.weakened_test,
+            "self_witness" => self.self_witness,
+            "phase_only_witness" => self.phase_only_witness,
+            "ledger_edited" => self.ledger_edited,
+            "blind_lines" => self.blind_lines,
+            "some_frozen" => self.some_frozen,
+            "no_results" => self.no_results,
+            _ => None,
+        }
+    }
+}
+
 /// The policy knobs of the decision.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -84,6 +134,8 @@ pub struct Policy {
     pub no_evidence_paths: Vec<String>,
     /// Days before expiry from which `ledger lint` warns. Default 7.
     pub expiry_warning_days: u32,
+    /// Per caveat signal: `off`, `caveat` (default) or `inconclusive`.
+    pub signals: Signals,
 }
 
 /// Where the repository configuration lives (read at the base commit).
@@ -101,6 +153,7 @@ impl Default for Policy {
             max_freeze_days: None,
             no_evidence_paths: DEFAULT_NO_EVIDENCE_PATHS.iter().map(|s| s.to_string()).collect(),
             expiry_warning_days: 7,
+            signals: Signals::default(),
         }
     }
 }
@@ -145,6 +198,16 @@ pub fn parse_config(file: &str, text: &str) -> Result<Config, InputError> {
         InputError::new(location, msg)
     })?;
     PathGlobs::new(&config.policy.no_evidence_paths).map_err(|m| InputError::new(Location::file(file), m))?;
+    if let Some(level) = config.policy.signals.blind_lines {
+        if config.policy.strict_lines && level != SignalLevel::Inconclusive {
+            let level = serde_json::to_value(level).ok();
+            let level = level.as_ref().and_then(|v| v.as_str()).unwrap_or("?");
+            return Err(InputError::new(
+                Location::file(file),
+                format!("policy.signals.blind_lines: {level} contradicts policy.strict_lines: true (which makes blind lines INCONCLUSIVE); set one of them"),
+            ));
+        }
+    }
     for (owner, handle) in &config.owners {
         if !is_handle(handle) {
             return Err(InputError::new(
@@ -206,6 +269,49 @@ mod tests {
         assert!(e.message.contains("GitHub handle"), "{e}");
         let e = parse_config("c.yml", "policy:\n  no_evidence_paths: ['a/[']\n").unwrap_err();
         assert!(e.message.contains("bad glob"), "{e}");
+    }
+
+    #[test]
+    fn signal_knobs() {
+        let c = parse_config(
+            "c.yml",
+            "policy:\n  signals:\n    weakened_test: inconclusive\n    self_witness: off\n    no_results: caveat\n",
+        )
+        .unwrap();
+        let s = &c.policy.signals;
+        assert_eq!(s.weakened_test, Some(SignalLevel::Inconclusive));
+        assert_eq!(
+            s.self_witness,
+            Some(SignalLevel::Off),
+            "`off` is a word, not YAML 1.1's false"
+        );
+        assert_eq!(s.get("no_results"), Some(SignalLevel::Caveat));
+        assert_eq!(s.get("phase_only_witness"), None);
+        assert_eq!(s.get("failed"), None);
+        // A typo in a key or a value names the file, the line and what is allowed.
+        let e = parse_config("c.yml", "policy:\n  signals:\n    weakend_test: off\n").unwrap_err();
+        assert_eq!(e.location.file, "c.yml");
+        assert_eq!(e.location.line, Some(3), "{e}");
+        assert!(e.message.contains("unknown field `weakend_test`"), "{e}");
+        assert!(e.message.contains("weakened_test"), "lists the known keys: {e}");
+        let e = parse_config("c.yml", "policy:\n  signals:\n    self_witness: fail\n").unwrap_err();
+        assert_eq!(e.location.line, Some(3), "{e}");
+        assert!(e.message.contains("unknown variant `fail`"), "{e}");
+        assert!(e.message.contains("`inconclusive`"), "{e}");
+        // Only caveat signals are knobs: the blocking codes are not.
+        let e = parse_config("c.yml", "policy:\n  signals:\n    failed: off\n").unwrap_err();
+        assert!(e.message.contains("unknown field `failed`"), "{e}");
+        let e = parse_config(
+            "c.yml",
+            "policy:\n  strict_lines: true\n  signals:\n    blind_lines: off\n",
+        )
+        .unwrap_err();
+        assert!(e.message.contains("strict_lines"), "{e}");
+        assert!(parse_config(
+            "c.yml",
+            "policy:\n  strict_lines: true\n  signals:\n    blind_lines: inconclusive\n"
+        )
+        .is_ok());
     }
 
     #[test]

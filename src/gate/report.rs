@@ -47,10 +47,12 @@ impl std::fmt::Display for Verdict {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReasonCode {
-    /// Row 1: evidence missing, unreadable or not about this patch.
+    /// Row 1: evidence missing or unreadable.
     MissingEvidence,
     /// Row 1 (Trust): the patch changes what produced or shaped the evidence.
     EvidenceConfigChanged,
+    /// Row 1 (Trust): the evidence is not about this head (another commit, or none of its files).
+    EvidenceMismatch,
     /// Row 1 (Trust): the patch freezes a test that witnesses its own changed lines.
     SelfFreeze,
     /// Row 2: the ledger is invalid.
@@ -91,6 +93,7 @@ impl ReasonCode {
         match self {
             MissingEvidence
             | EvidenceConfigChanged
+            | EvidenceMismatch
             | SelfFreeze
             | InvalidLedger
             | Expired
@@ -110,6 +113,7 @@ impl ReasonCode {
         match self {
             MissingEvidence => "missing_evidence",
             EvidenceConfigChanged => "evidence_config_changed",
+            EvidenceMismatch => "evidence_mismatch",
             SelfFreeze => "self_freeze",
             LedgerEdited => "ledger_edited",
             SelfWitness => "self_witness",
@@ -129,13 +133,25 @@ impl ReasonCode {
     }
 }
 
+/// How heavily a verdict weighs when reasons are ordered: blocking (FAIL and
+/// INCONCLUSIVE, between which the table's order decides), caveat, pass.
+pub fn severity(v: Verdict) -> u8 {
+    match v {
+        Verdict::Fail | Verdict::Inconclusive => 2,
+        Verdict::PassWithCaveat => 1,
+        Verdict::Pass => 0,
+    }
+}
+
 /// One reason, with a sentence a person or an agent can act on.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Reason {
     #[serde(serialize_with = "ser_code")]
     pub code: ReasonCode,
-    /// The verdict this reason alone leads to.
+    /// The verdict this reason alone leads to, after policy (`policy.signals`).
     pub verdict: Verdict,
+    /// True when `policy.signals` made this caveat INCONCLUSIVE.
+    pub escalated: bool,
     pub message: String,
     /// Where, when the reason is about a place in an input or the patch.
     pub locations: Vec<Location>,
@@ -152,6 +168,7 @@ impl Reason {
         Reason {
             code,
             verdict: code.verdict(),
+            escalated: false,
             message: message.into(),
             locations: Vec::new(),
             tests: Vec::new(),
@@ -392,7 +409,9 @@ pub struct Report {
     pub schema_version: u32,
     pub tool: Tool,
     pub verdict: Verdict,
-    /// Every reason that applies, in decision-table order; the first decides.
+    /// Every reason that applies, blocking ones (FAIL, INCONCLUSIVE — also a caveat
+    /// that policy made INCONCLUSIVE) first, then caveats, then PASS, each group in
+    /// decision-table order; the first decides.
     pub reasons: Vec<Reason>,
     pub base_sha: Option<String>,
     pub head_sha: Option<String>,

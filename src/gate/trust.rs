@@ -5,9 +5,10 @@
 //! It looks only at the patch: the workflow files, the coverage and pytest
 //! configuration, the flakegate config, and `# pragma: no cover` added to code.
 
-use crate::gate::diff::{FileChange, Patch};
+use crate::gate::diff::{AddedLine, FileChange, Patch, RemovedLine, Scope};
 use crate::gate::report::{Reason, ReasonCode};
 use crate::gate::Location;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// Keys whose change alters what coverage measures or which tests pytest collects.
 const EVIDENCE_KEYS: &[&str] = &[
@@ -46,31 +47,82 @@ fn touched_text(fc: &FileChange) -> impl Iterator<Item = (Option<u32>, &str)> {
     )
 }
 
+/// The workflow file path in the form the patch names it: `./` and a
+/// `@ref` suffix dropped, and an `owner/repo/` prefix (`github.workflow_ref`) cut.
+pub fn normalize_workflow(w: &str) -> Option<String> {
+    let w = w.trim();
+    let w = w.split_once('@').map_or(w, |(p, _)| p);
+    let w = w.strip_prefix("./").unwrap_or(w);
+    let w = match w.find("/.github/") {
+        Some(i) if !w.starts_with(".github/") => &w[i + 1..],
+        _ => w,
+    };
+    (!w.is_empty()).then(|| w.to_string())
+}
+
+/// What the patch's change to one file means for the evidence.
+enum Control {
+    /// The evidence is not trusted: why, and the line when there is one.
+    Distrust(String, Option<u32>),
+    /// Worth a note, not a reason (another workflow than the evidence's).
+    Note(String),
+}
+
 /// Why this file's change makes the evidence untrustworthy, if it does.
-fn controls_evidence(fc: &FileChange, config_path: &str) -> Option<(String, Option<u32>)> {
+/// `workflow` is the workflow file that produced the evidence, when known.
+fn controls_evidence(fc: &FileChange, config_path: &str, workflow: Option<&str>) -> Option<Control> {
     let path = fc.path.as_str();
     let paths = std::iter::once(path).chain(fc.old_path.as_deref());
+    let mut note = None;
     for p in paths {
-        if p.starts_with(".github/workflows/") {
-            return Some((
-                format!("{p} is a CI workflow: the evidence may have been produced by the workflow this patch changed"),
-                None,
-            ));
+        match workflow {
+            Some(wf) if p == wf => {
+                return Some(Control::Distrust(
+                    format!("{p} is the workflow that produced the evidence, and the patch changes it"),
+                    None,
+                ));
+            }
+            Some(wf) if p.starts_with(".github/actions/") => {
+                return Some(Control::Distrust(
+                    format!("{p} is a local action that the workflow which produced the evidence ({wf}) can run"),
+                    None,
+                ));
+            }
+            Some(wf) if p.starts_with(".github/workflows/") => {
+                note = Some(Control::Note(format!(
+                    "the patch changes the CI workflow {p}; the evidence came from {wf}, so that edit does not affect it"
+                )));
+            }
+            None if p.starts_with(".github/workflows/") => {
+                return Some(Control::Distrust(
+                    format!(
+                        "{p} is a CI workflow: the evidence may have been produced by the workflow this patch changed"
+                    ),
+                    None,
+                ));
+            }
+            _ => {}
         }
         if p == config_path || p == ".github/flakegate.yml" {
-            return Some((
+            return Some(Control::Distrust(
                 format!("{p} is flakegate's own configuration, which the patch may not change for itself"),
                 None,
             ));
         }
         if matches!(file_name(p), ".coveragerc" | "pytest.ini") {
-            return Some((format!("{p} configures coverage or test collection"), None));
+            return Some(Control::Distrust(
+                format!("{p} configures coverage or test collection"),
+                None,
+            ));
         }
+    }
+    if note.is_some() {
+        return note;
     }
     let name = file_name(path);
     if matches!(name, "pyproject.toml" | "setup.cfg" | "tox.ini" | "conftest.py") {
         if let Some((line, text)) = touched_text(fc).find(|(_, t)| EVIDENCE_KEYS.iter().any(|k| t.contains(k))) {
-            return Some((
+            return Some(Control::Distrust(
                 format!("{path} changes coverage or collection settings ({})", text.trim()),
                 line,
             ));
@@ -82,7 +134,7 @@ fn controls_evidence(fc: &FileChange, config_path: &str) -> Option<(String, Opti
             .iter()
             .find(|l| l.text.contains("pragma: no cover") || l.text.contains("pragma:no cover"))
         {
-            return Some((
+            return Some(Control::Distrust(
                 format!(
                     "{path}:{} excludes changed code from coverage (`# pragma: no cover`)",
                     l.line
@@ -94,26 +146,37 @@ fn controls_evidence(fc: &FileChange, config_path: &str) -> Option<(String, Opti
     None
 }
 
-/// `evidence_config_changed` reasons for a patch (INCONCLUSIVE, each naming the file).
-pub fn evidence_config_changes(patch: &Patch, config_path: &str) -> Vec<Reason> {
-    patch
-        .files
-        .iter()
-        .filter_map(|fc| {
-            let (why, line) = controls_evidence(fc, config_path)?;
-            let loc = match line {
-                Some(l) => Location::at(fc.path.clone(), l as usize, None),
-                None => Location::file(fc.path.clone()),
-            };
-            Some(
-                Reason::new(
-                    ReasonCode::EvidenceConfigChanged,
-                    format!("evidence not trusted: {why}; land that change on its own first, then this patch is judged under it"),
-                )
-                .at(vec![loc]),
-            )
-        })
-        .collect()
+/// `evidence_config_changed` reasons for a patch (INCONCLUSIVE, each naming the
+/// file), and notes about changes that do not touch the evidence.
+///
+/// `workflow` is the workflow file that produced the evidence. When it is
+/// known, only an edit of that file or of a local action (`.github/actions/`)
+/// distrusts the evidence, and an edit of any other workflow is a note; when
+/// it is unknown, an edit of any `.github/workflows/` file distrusts it.
+pub fn evidence_config_changes(patch: &Patch, config_path: &str, workflow: Option<&str>) -> (Vec<Reason>, Vec<String>) {
+    let workflow = workflow.and_then(normalize_workflow);
+    let mut reasons = Vec::new();
+    let mut notes = Vec::new();
+    for fc in &patch.files {
+        match controls_evidence(fc, config_path, workflow.as_deref()) {
+            Some(Control::Distrust(why, line)) => {
+                let loc = match line {
+                    Some(l) => Location::at(fc.path.clone(), l as usize, None),
+                    None => Location::file(fc.path.clone()),
+                };
+                reasons.push(
+                    Reason::new(
+                        ReasonCode::EvidenceConfigChanged,
+                        format!("evidence not trusted: {why}; land that change on its own first, then this patch is judged under it"),
+                    )
+                    .at(vec![loc]),
+                );
+            }
+            Some(Control::Note(n)) => notes.push(n),
+            None => {}
+        }
+    }
+    (reasons, notes)
 }
 
 #[cfg(test)]
@@ -145,7 +208,7 @@ mod tests {
             let patch = Patch {
                 files: vec![change(path, lines)],
             };
-            let got = evidence_config_changes(&patch, ".github/flakegate.yml");
+            let (got, _) = evidence_config_changes(&patch, ".github/flakegate.yml", None);
             assert_eq!(!got.is_empty(), *flagged, "{path} {lines:?}: {got:?}");
             if *flagged {
                 assert_eq!(got[0].code.as_str(), "evidence_config_changed");
@@ -160,9 +223,59 @@ mod tests {
         fc.old_path = Some(".github/workflows/ci.yml".into());
         fc.status = FileStatus::Renamed;
         assert_eq!(
-            evidence_config_changes(&Patch { files: vec![fc] }, ".github/flakegate.yml").len(),
+            evidence_config_changes(&Patch { files: vec![fc] }, ".github/flakegate.yml", None)
+                .0
+                .len(),
             1
         );
+    }
+
+    #[test]
+    fn a_known_evidence_workflow_narrows_what_counts() {
+        let wf = Some(".github/workflows/flakegate-evidence.yml");
+        let patch = |path: &str| Patch {
+            files: vec![change(path, &["  run: pytest -x"])],
+        };
+        // The evidence's own workflow, and local actions it can run: not trusted, named as such.
+        for (path, says) in [
+            (
+                ".github/workflows/flakegate-evidence.yml",
+                "is the workflow that produced the evidence",
+            ),
+            (".github/actions/setup/action.yml", "local action"),
+        ] {
+            let (r, notes) = evidence_config_changes(&patch(path), ".github/flakegate.yml", wf);
+            assert_eq!(r.len(), 1, "{path}");
+            assert!(
+                r[0].message.contains(path) && r[0].message.contains(says),
+                "{}",
+                r[0].message
+            );
+            assert!(notes.is_empty());
+        }
+        // Another workflow: a note, not a reason (a false alarm is a defect).
+        let (r, notes) = evidence_config_changes(&patch(".github/workflows/release.yml"), ".github/flakegate.yml", wf);
+        assert!(r.is_empty(), "{r:?}");
+        assert!(notes[0].contains(".github/workflows/release.yml"), "{notes:?}");
+        // Unknown: every workflow counts, local actions as before do not.
+        let (r, _) = evidence_config_changes(&patch(".github/workflows/release.yml"), ".github/flakegate.yml", None);
+        assert_eq!(r.len(), 1);
+        let (r, _) = evidence_config_changes(
+            &patch(".github/actions/setup/action.yml"),
+            ".github/flakegate.yml",
+            None,
+        );
+        assert!(r.is_empty());
+        // The workflow as github.workflow_ref writes it.
+        let (r, _) = evidence_config_changes(
+            &patch(".github/workflows/flakegate-evidence.yml"),
+            ".github/flakegate.yml",
+            Some("acme/shop/.github/workflows/flakegate-evidence.yml@refs/pull/7/merge"),
+        );
+        assert_eq!(r.len(), 1);
+        // The flakegate config still counts with a known workflow.
+        let (r, _) = evidence_config_changes(&patch(".github/flakegate.yml"), ".github/flakegate.yml", wf);
+        assert_eq!(r.len(), 1);
     }
 }
 
@@ -351,6 +464,7 @@ const WEAKENING_ADDED: &[(&[&str], &str)] = &[
             "unittest.skip",
             "@skip",
             "pytest.importorskip(",
+            ".skipTest(",
         ],
         "adds a skip or xfail",
     ),
@@ -370,24 +484,187 @@ fn code_part(text: &str) -> &str {
     text
 }
 
+/// Does the line carry code (not blank, not only a comment)?
+fn is_code(text: &str) -> bool {
+    !code_part(text).trim().is_empty()
+}
+
 fn is_assert(text: &str) -> bool {
     let t = code_part(text).trim_start();
     t.starts_with("assert ") || t.starts_with("assert(") || t.contains("self.assert") || t.contains("pytest.raises(")
 }
 
-fn widens_tolerance(text: &str) -> bool {
-    let t = code_part(text);
-    (t.contains("approx(") && (t.contains("rel=") || t.contains("abs=")))
-        || (t.contains("assertAlmostEqual(") && (t.contains("places=") || t.contains("delta=")))
-        || (t.contains("isclose(") && (t.contains("rel_tol=") || t.contains("abs_tol=")))
+fn is_ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// The identifiers of a line's code, in order (string contents included: good enough).
+fn identifiers(code: &str) -> impl Iterator<Item = &str> {
+    code.split(|c: char| !is_ident(c)).filter(|w| !w.is_empty())
+}
+
+/// Does this line check something: `assert`, any `assert…` call (unittest's
+/// `self.assertEqual`, mock's `.assert_called_once_with`, `assert_allclose`,
+/// …), `pytest.raises`/`warns`/`fail`/`deprecated_call`, `self.fail`, or
+/// `raise AssertionError`?
+fn checks_something(text: &str) -> bool {
+    let code = code_part(text);
+    identifiers(code).any(|w| w.starts_with("assert") || w == "AssertionError")
+        || [
+            "pytest.raises",
+            "pytest.warns",
+            "pytest.fail",
+            "pytest.deprecated_call",
+            "self.fail(",
+        ]
+        .iter()
+        .any(|n| code.contains(n))
+}
+
+/// Calls whose keyword arguments set a tolerance.
+const TOLERANCE_CALLS: &[&str] = &[
+    "approx(",
+    "assertAlmostEqual(",
+    "assertNotAlmostEqual(",
+    "isclose(",
+    "allclose(",
+    "assert_almost_equal(",
+];
+/// Tolerance keywords; for `places` and `decimal` a smaller value is looser.
+const TOLERANCE_KEYS: &[&str] = &[
+    "rel", "abs", "rel_tol", "abs_tol", "rtol", "atol", "delta", "places", "decimal",
+];
+
+/// The tolerance keywords a line sets, with their values (`None`: not a number literal).
+fn tolerances(text: &str) -> Vec<(&'static str, Option<f64>, String)> {
+    let code = code_part(text);
+    if !TOLERANCE_CALLS.iter().any(|c| code.contains(c)) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for key in TOLERANCE_KEYS {
+        let mut from = 0;
+        while let Some(i) = code[from..].find(key).map(|i| i + from) {
+            from = i + key.len();
+            if code[..i].chars().next_back().is_some_and(is_ident) {
+                continue;
+            }
+            let rest = code[from..].trim_start();
+            let Some(rest) = rest.strip_prefix('=').filter(|r| !r.starts_with('=')) else {
+                continue;
+            };
+            let rest = rest.trim_start();
+            let end = rest.find([',', ')', ' ']).unwrap_or(rest.len());
+            let raw = rest[..end].to_string();
+            out.push((*key, raw.parse::<f64>().ok(), raw));
+            break;
+        }
+    }
+    out
 }
 
 fn test_def_name(text: &str) -> Option<&str> {
+    let name = crate::gate::diff::block_name(code_part(text))?;
     let t = code_part(text).trim_start();
-    let t = t.strip_prefix("async ").unwrap_or(t);
-    let rest = t.strip_prefix("def ")?;
-    let name = &rest[..rest.find('(')?];
-    name.starts_with("test").then_some(name)
+    (name.starts_with("test") && !t.starts_with("class")).then_some(name)
+}
+
+/// The test function a scope is in: its innermost `test…` name.
+fn test_of(scope: &Scope) -> Option<&str> {
+    scope
+        .names()
+        .iter()
+        .rev()
+        .find(|n| n.starts_with("test"))
+        .map(String::as_str)
+}
+
+/// One line of the new side as the diff shows it.
+struct NewLine<'a> {
+    line: u32,
+    text: &'a str,
+    added: bool,
+}
+
+/// The new side as far as the hunks show it (added and context lines, ascending).
+fn new_side(fc: &FileChange) -> Vec<NewLine<'_>> {
+    let mut v: Vec<NewLine<'_>> = fc
+        .added
+        .iter()
+        .map(|a| NewLine {
+            line: a.line,
+            text: &a.text,
+            added: true,
+        })
+        .chain(fc.context.iter().map(|c| NewLine {
+            line: c.line,
+            text: &c.text,
+            added: false,
+        }))
+        .collect();
+    v.sort_by_key(|l| l.line);
+    v
+}
+
+fn indent(text: &str) -> usize {
+    text.chars()
+        .take_while(|c| c.is_whitespace())
+        .map(|c| if c == '\t' { 8 } else { 1 })
+        .sum()
+}
+
+/// How many brackets the line's code opens, less those it closes (quoted text skipped).
+fn bracket_delta(text: &str) -> i32 {
+    let mut depth = 0;
+    let mut in_s: Option<char> = None;
+    for c in code_part(text).chars() {
+        match (in_s, c) {
+            (None, '\'' | '"') => in_s = Some(c),
+            (Some(q), c) if c == q => in_s = None,
+            (None, '(' | '[' | '{') => depth += 1,
+            (None, ')' | ']' | '}') => depth -= 1,
+            _ => {}
+        }
+    }
+    depth
+}
+
+/// The body of the function whose `def` is `view[at]`, when the diff shows all
+/// of it: the body lines' texts, or `None` when a hunk ends inside it (the file
+/// goes on past what the diff shows).
+fn visible_body<'a>(fc: &FileChange, view: &[NewLine<'a>], at: usize) -> Option<Vec<&'a str>> {
+    let def = view[at].text;
+    let def_indent = indent(def);
+    // The signature may span lines; a body on the `def` line itself is the whole body.
+    let mut depth = bracket_delta(def);
+    if depth <= 0 && !code_part(def).trim_end().ends_with(':') {
+        return Some(vec![def]);
+    }
+    let mut body = Vec::new();
+    let mut prev = view[at].line;
+    for l in &view[at + 1..] {
+        if l.line != prev + 1 {
+            break;
+        }
+        prev = l.line;
+        if depth > 0 {
+            depth += bracket_delta(l.text);
+            continue;
+        }
+        if !is_code(l.text) {
+            continue;
+        }
+        if indent(l.text) <= def_indent {
+            return Some(body);
+        }
+        body.push(l.text);
+    }
+    // The hunk ends inside the function: all of it is shown only for a new
+    // file, or at the end of the file (a hunk ends on an added line only
+    // there, when the diff has context lines at all).
+    let last_added = view.iter().rev().find(|l| l.line == prev).is_some_and(|l| l.added);
+    let whole = fc.status == crate::gate::diff::FileStatus::Added || (last_added && !fc.context.is_empty());
+    whole.then_some(body)
 }
 
 /// Every way the patch weakens its test files (`weakened_test`).
@@ -406,6 +683,13 @@ pub fn weakenings(patch: &Patch) -> Vec<Weakening> {
             });
             continue;
         }
+        let new_file = fc.status == crate::gate::diff::FileStatus::Added;
+        let added_defs: HashSet<&str> = fc.added.iter().filter_map(|a| test_def_name(&a.text)).collect();
+        let removed_defs: HashSet<&str> = fc.removed.iter().filter_map(|r| test_def_name(&r.text)).collect();
+        // Tests the patch adds (a `def` the base did not have): their checks are new, not loosened ones.
+        let new_defs: HashSet<&str> = added_defs.difference(&removed_defs).copied().collect();
+        let removed_index = RemovedIndex::new(fc);
+        let new_test = |scope: &Scope| new_file || test_of(scope).is_some_and(|t| new_defs.contains(&t));
         for l in &fc.added {
             let code = code_part(&l.text);
             for (needles, what) in WEAKENING_ADDED {
@@ -416,10 +700,10 @@ pub fn weakenings(patch: &Patch) -> Vec<Weakening> {
                     });
                 }
             }
-            if widens_tolerance(&l.text) && !fc.removed.iter().any(|r| r.text.trim() == l.text.trim()) {
+            if let Some(what) = widened_tolerance(&removed_index, l, &new_test) {
                 out.push(Weakening {
                     location: at(l.line),
-                    what: format!("sets a tolerance: `{}`", l.text.trim()),
+                    what,
                 });
             }
         }
@@ -443,7 +727,6 @@ pub fn weakenings(patch: &Patch) -> Vec<Weakening> {
             });
         }
         // Test functions deleted.
-        let added_defs: Vec<&str> = fc.added.iter().filter_map(|a| test_def_name(&a.text)).collect();
         for r in &fc.removed {
             if let Some(name) = test_def_name(&r.text) {
                 if !added_defs.contains(&name) {
@@ -454,31 +737,276 @@ pub fn weakenings(patch: &Patch) -> Vec<Weakening> {
                 }
             }
         }
+        // Tests added that check nothing, and existing tests turned into no-ops.
+        let view = new_side(fc);
+        for (i, l) in view.iter().enumerate() {
+            let Some(name) = test_def_name(l.text).filter(|_| l.added) else {
+                continue;
+            };
+            if let Some(body) = visible_body(fc, &view, i) {
+                if !body.iter().any(|t| checks_something(t)) {
+                    out.push(Weakening {
+                        location: at(l.line),
+                        what: format!(
+                            "adds a test that asserts nothing: `{name}` has no assert, pytest.raises/warns/fail or assert… call"
+                        ),
+                    });
+                }
+            }
+        }
+        for (i, l) in view.iter().enumerate().filter(|(_, l)| l.added) {
+            if let Some(what) = no_op(fc, &view, i, &new_test) {
+                out.push(Weakening {
+                    location: at(l.line),
+                    what,
+                });
+            }
+        }
     }
     out
 }
 
-/// Tests the patch itself adds: a new test file's tests, and `def test_…` lines it adds.
-/// (A test whose body alone changes is not seen: the diff does not say which
-/// function a hunk is in.)
-pub fn tests_added_by(patch: &Patch, test: &crate::gate::TestId) -> bool {
+/// What a key's tolerances were on the removed lines: the loosest and the
+/// tightest number (value, as written), and the values that are no number.
+#[derive(Default)]
+struct KeyBefore {
+    lo: Option<(f64, String)>,
+    hi: Option<(f64, String)>,
+    unparsed: BTreeSet<String>,
+}
+
+/// What the removed code lines of one scope held, for judging a tolerance added there.
+#[derive(Default)]
+struct Before {
+    keys: BTreeMap<&'static str, KeyBefore>,
+    /// Some removed line compared or checked something (`==`, `assert`, …).
+    compares: bool,
+}
+
+impl Before {
+    fn add(&mut self, r: &RemovedLine) {
+        self.compares |= checks_something(&r.text) || code_part(&r.text).contains("==");
+        for (key, value, raw) in tolerances(&r.text) {
+            let k = self.keys.entry(key).or_default();
+            match value {
+                Some(v) => {
+                    if k.lo.as_ref().is_none_or(|(lo, _)| v < *lo) {
+                        k.lo = Some((v, raw.clone()));
+                    }
+                    if k.hi.as_ref().is_none_or(|(hi, _)| v > *hi) {
+                        k.hi = Some((v, raw));
+                    }
+                }
+                None => {
+                    k.unparsed.insert(raw);
+                }
+            }
+        }
+    }
+}
+
+/// The removed lines of a file, by scope, for [`widened_tolerance`]: built once, so
+/// that judging every added line stays linear.
+#[derive(Default)]
+struct RemovedIndex {
+    all: Before,
+    unknown: Before,
+    by_scope: HashMap<Vec<String>, Before>,
+    texts: HashSet<String>,
+}
+
+impl RemovedIndex {
+    fn new(fc: &FileChange) -> Self {
+        let mut ix = RemovedIndex::default();
+        for r in fc.removed.iter().filter(|r| is_code(&r.text)) {
+            ix.texts.insert(r.text.trim().to_string());
+            ix.all.add(r);
+            match &r.scope {
+                Scope::Unknown => ix.unknown.add(r),
+                Scope::Known { names, .. } => ix.by_scope.entry(names.clone()).or_default().add(r),
+            }
+        }
+        ix
+    }
+    /// What the lines that may have been in the same function as `scope` held.
+    fn around(&self, scope: &Scope) -> Vec<&Before> {
+        match scope {
+            Scope::Unknown => vec![&self.all],
+            Scope::Known { names, .. } => self.by_scope.get(names).into_iter().chain([&self.unknown]).collect(),
+        }
+    }
+}
+
+/// Does this added line widen a tolerance of an existing check: an exact
+/// comparison made approximate, or a `rel`/`abs`/`places`/… made looser?
+fn widened_tolerance(ix: &RemovedIndex, l: &AddedLine, new_test: &dyn Fn(&Scope) -> bool) -> Option<String> {
+    let now = tolerances(&l.text);
+    if now.is_empty() || new_test(&l.scope) || ix.texts.contains(l.text.trim()) {
+        return None;
+    }
+    let before = ix.around(&l.scope);
+    let text = l.text.trim();
+    if before.iter().all(|b| b.keys.is_empty()) {
+        // No tolerance before: an exact comparison made approximate, unless nothing was replaced.
+        return before
+            .iter()
+            .any(|b| b.compares)
+            .then(|| format!("widens a tolerance (an exact comparison becomes approximate): `{text}`"));
+    }
+    for (key, value, raw) in &now {
+        let olds: Vec<&KeyBefore> = before.iter().filter_map(|b| b.keys.get(key)).collect();
+        if olds.is_empty() {
+            return Some(format!("widens a tolerance (adds `{key}={raw}`): `{text}`"));
+        }
+        let smaller_is_looser = matches!(*key, "places" | "decimal");
+        for old in olds {
+            // The old value this one is looser than, if any.
+            let looser_than = match value {
+                Some(v) if smaller_is_looser => old.hi.as_ref().filter(|(hi, _)| v < hi),
+                Some(v) => old.lo.as_ref().filter(|(lo, _)| v > lo),
+                None => None,
+            };
+            if let Some((_, old_raw)) = looser_than {
+                return Some(format!("widens a tolerance ({key} {old_raw} → {raw}): `{text}`"));
+            }
+            // A value that is no number (or compared with one) cannot be ranked: a change is reported.
+            let other = match value {
+                Some(_) => old.unparsed.iter().next(),
+                None => old
+                    .lo
+                    .iter()
+                    .chain(&old.hi)
+                    .map(|(_, r)| r)
+                    .chain(&old.unparsed)
+                    .find(|r| *r != raw),
+            };
+            if let Some(old_raw) = other {
+                return Some(format!(
+                    "changes a tolerance ({key} {old_raw} → {raw}) that cannot be compared: `{text}`"
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// Does the added line `view[i]` turn an existing test into a no-op: `return`
+/// as its first statement, or `pass`/`...` as its whole body where the old body was removed?
+fn no_op(fc: &FileChange, view: &[NewLine<'_>], i: usize, new_test: &dyn Fn(&Scope) -> bool) -> Option<String> {
+    let l = &view[i];
+    let stmt = code_part(l.text).trim();
+    let kind = match stmt {
+        "return" | "return None" => "return",
+        "pass" | "..." => "pass",
+        _ => return None,
+    };
+    let scope = &fc.added.iter().find(|a| a.line == l.line)?.scope;
+    let name = test_of(scope)?;
+    if new_test(scope) || scope.names().last().map(String::as_str) != Some(name) {
+        return None;
+    }
+    // The first statement: walking up, only blank lines, comments, a one-line
+    // docstring or the end of a multi-line signature lie between it and the `def`.
+    let mut prev = l.line;
+    let mut first = false;
+    for p in view[..i].iter().rev() {
+        if p.line + 1 != prev {
+            break;
+        }
+        prev = p.line;
+        let t = code_part(p.text).trim();
+        if t.is_empty() || is_docstring_line(t) || (t.starts_with([')', ']']) && t.ends_with(':')) {
+            continue;
+        }
+        first = test_def_name(p.text) == Some(name);
+        break;
+    }
+    if !first {
+        return None;
+    }
+    if kind == "pass" {
+        // `pass` first is a no-op only when nothing follows it in the body and the old body went.
+        let def_indent = view[..i]
+            .iter()
+            .rev()
+            .find(|p| test_def_name(p.text) == Some(name))
+            .map_or(0, |p| indent(p.text));
+        let mut prev = l.line;
+        let mut rest_of_body = false;
+        for n in &view[i + 1..] {
+            if n.line != prev + 1 {
+                break;
+            }
+            prev = n.line;
+            if is_code(n.text) {
+                rest_of_body = indent(n.text) > def_indent;
+                break;
+            }
+        }
+        let body_removed = fc
+            .removed
+            .iter()
+            .any(|r| is_code(&r.text) && test_of(&r.scope) == Some(name) && test_def_name(&r.text).is_none());
+        if rest_of_body || !body_removed {
+            return None;
+        }
+    }
+    Some(format!(
+        "turns the test `{name}` into a no-op (`{stmt}` as its first statement)"
+    ))
+}
+
+fn is_docstring_line(t: &str) -> bool {
+    let t = t.trim_start_matches(['r', 'R', 'u', 'U']);
+    (t.starts_with("\"\"\"") && t.len() >= 6 && t.ends_with("\"\"\""))
+        || (t.starts_with(") && t.len() >= 6 && t.ends_with("))
+}
+
+/// Does the patch add or modify this test? A test is the patch's own when its
+/// file is new (or copied), or when the patch changes a line of code inside
+/// the test's function — its `def` line, a decorator, or its body — as the
+/// hunks show it (see [`crate::gate::diff::scopes_of_side`]). Lines without code
+/// (blank, comment) do not count. A changed code line whose function the hunk
+/// cannot show counts for every test of that file (conservative). Tests are
+/// matched by function name (the last `::` part of the node id, without its
+/// `[…]` parameters), not by class.
+pub fn tests_touched_by(patch: &Patch, test: &crate::gate::TestId) -> bool {
     let file = test.file();
     let Some(fc) = patch.files.iter().find(|f| f.path == file) else {
         return false;
     };
-    if fc.status == crate::gate::diff::FileStatus::Added {
+    if matches!(
+        fc.status,
+        crate::gate::diff::FileStatus::Added | crate::gate::diff::FileStatus::Copied
+    ) {
         return true;
     }
     let name = test.base().rsplit("::").next().unwrap_or("");
-    fc.added.iter().any(|a| test_def_name(&a.text) == Some(name))
+    let changed = fc
+        .added
+        .iter()
+        .map(|a| (a.text.as_str(), &a.scope))
+        .chain(fc.removed.iter().map(|r| (r.text.as_str(), &r.scope)));
+    changed.filter(|(t, _)| is_code(t)).any(|(_, scope)| match scope {
+        Scope::Unknown => true,
+        Scope::Known { names, complete } => {
+            names.iter().any(|n| n == name)
+                // Not in a test function the hunk shows, and not surely outside every one.
+                || (!complete && !names.iter().any(|n| n.starts_with("test")))
+        }
+    })
 }
 
 #[cfg(test)]
-mod weakening_tests {
+pub(crate) mod weakening_tests {
     use super::*;
     use crate::gate::diff::{AddedLine, FileStatus, RemovedLine};
 
+    /// A file change whose added lines (and removed lines) are each one hunk
+    /// side without context, numbered from 10, their scopes read from them.
     pub(super) fn fc(path: &str, added: &[&str], removed: &[&str]) -> FileChange {
+        let scopes = |lines: &[&str]| crate::gate::diff::scopes_of_side(lines, None);
+        let (add_scopes, rem_scopes) = (scopes(added), scopes(removed));
         FileChange {
             path: path.into(),
             old_path: None,
@@ -487,21 +1015,26 @@ mod weakening_tests {
             lines_known: true,
             added: added
                 .iter()
+                .zip(add_scopes)
                 .enumerate()
-                .map(|(i, t)| AddedLine {
+                .map(|(i, (t, scope))| AddedLine {
                     line: i as u32 + 10,
                     text: t.to_string(),
+                    scope,
                 })
                 .collect(),
             deletions: vec![],
             removed: removed
                 .iter()
+                .zip(rem_scopes)
                 .enumerate()
-                .map(|(i, t)| RemovedLine {
+                .map(|(i, (t, scope))| RemovedLine {
                     line: i as u32 + 10,
                     text: t.to_string(),
+                    scope,
                 })
                 .collect(),
+            context: vec![],
         }
     }
 
@@ -523,7 +1056,7 @@ mod weakening_tests {
             (
                 &["    assert total == pytest.approx(10, rel=0.5)"],
                 &["    assert total == 10"],
-                "sets a tolerance",
+                "widens a tolerance (an exact comparison becomes approximate)",
             ),
             (&[], &["    assert refund == 5"], "removes 1 assertion"),
             (
@@ -564,17 +1097,357 @@ mod weakening_tests {
         let p = Patch {
             files: vec![fc("tests/test_a.py", &["def test_new(x):", "    assert x"], &[])],
         };
-        assert!(tests_added_by(
-            &p,
-            &crate::gate::TestId::new("tests/test_a.py::test_new[1]")
+        let touched = |t: &str| tests_touched_by(&p, &crate::gate::TestId::new(t));
+        assert!(touched("tests/test_a.py::test_new[1]"));
+        assert!(!touched("tests/test_a.py::test_old"));
+        assert!(!touched("tests/test_b.py::test_new"));
+    }
+
+    fn parse(diff: &str) -> Patch {
+        crate::gate::diff::parse_unified("test.diff", diff).unwrap()
+    }
+
+    /// `git diff` of the fixture project: `discount()` changed, and a new test
+    /// added next to the existing, unmodified `test_discount`.
+    pub(crate) const NEW_TEST_BESIDE_AN_OLD_ONE: &str = r#"diff --git a/src/shop/pricing.py b/src/shop/pricing.py
+index 4a7c8fb..89a0e28 100644
+--- a/src/shop/pricing.py
++++ b/src/shop/pricing.py
+@@ -25,7 +25,7 @@ def discount(amount, code):
+         return round_cents(amount / 2)
+     if code == "TENOFF":
+         return round_cents(clamp(amount - 10, 0, amount))
+-    return amount
++    return round_cents(amount)
+ 
+ 
+ def bulk_discount(quantity):
+diff --git a/tests/test_pricing.py b/tests/test_pricing.py
+index a066abc..9a2de7e 100644
+--- a/tests/test_pricing.py
++++ b/tests/test_pricing.py
+@@ -23,6 +23,10 @@ def test_discount(amount, code, expected):
+     assert discount(amount, code) == expected
+ 
+ 
++def test_discount_unknown_code_rounds():
++    assert discount(10.005, "NOPE") == 10.01
++
++
+ @pytest.mark.parametrize("quantity, expected", [(10, 0.1), (100, 5.0)])
+ def test_bulk_discount(quantity, expected):
+     assert bulk_discount(quantity) == expected
+"#;
+
+    /// `git diff`: one case of `test_discount`'s parametrize list changed.
+    pub(crate) const PARAM_CASE_CHANGED: &str = r#"diff --git a/src/shop/pricing.py b/src/shop/pricing.py
+index 4a7c8fb..89a0e28 100644
+--- a/src/shop/pricing.py
++++ b/src/shop/pricing.py
+@@ -25,7 +25,7 @@ def discount(amount, code):
+         return round_cents(amount / 2)
+     if code == "TENOFF":
+         return round_cents(clamp(amount - 10, 0, amount))
+-    return amount
++    return round_cents(amount)
+ 
+ 
+ def bulk_discount(quantity):
+diff --git a/tests/test_pricing.py b/tests/test_pricing.py
+index a066abc..09f2c27 100644
+--- a/tests/test_pricing.py
++++ b/tests/test_pricing.py
+@@ -16,7 +16,7 @@ def test_apply_tax():
+     [
+         pytest.param(100, "HALF", 50.0, id="half|code"),
+         pytest.param(100, "TENOFF", 90.0, id="café"),
+-        pytest.param(5, None, 5, id="none"),
++        pytest.param(5.004, None, 5.0, id="none"),
+     ],
+ )
+ def test_discount(amount, code, expected):
+"#;
+
+    const CLASS_BODY: &str = r#"diff --git a/tests/test_cart.py b/tests/test_cart.py
+index 09d439a..0d9c90f 100644
+--- a/tests/test_cart.py
++++ b/tests/test_cart.py
+@@ -9,8 +9,8 @@ class TestCart:
+ 
+     def test_total(self):
+         cart = Cart()
+-        cart.add("pen", 2.5, qty=4)
+-        assert cart.total() == 12.0
++        cart.add("pen", 2.5, qty=5)
++        assert cart.total() == 15.0
+ 
+     def test_add_rejects_zero(self):
+         with pytest.raises(ValueError):
+"#;
+
+    #[test]
+    fn tests_the_patch_modifies_at_the_function_level() {
+        let touched = |diff: &str, t: &str| tests_touched_by(&parse(diff), &crate::gate::TestId::new(t));
+        // A new test beside an old one: the old one is not the patch's.
+        assert!(!touched(
+            NEW_TEST_BESIDE_AN_OLD_ONE,
+            "tests/test_pricing.py::test_discount[none]"
         ));
-        assert!(!tests_added_by(
-            &p,
-            &crate::gate::TestId::new("tests/test_a.py::test_old")
+        assert!(touched(
+            NEW_TEST_BESIDE_AN_OLD_ONE,
+            "tests/test_pricing.py::test_discount_unknown_code_rounds"
         ));
-        assert!(!tests_added_by(
-            &p,
-            &crate::gate::TestId::new("tests/test_b.py::test_new")
+        assert!(!touched(
+            NEW_TEST_BESIDE_AN_OLD_ONE,
+            "tests/test_pricing.py::test_bulk_discount[10-0.1]"
         ));
+        // A decorator's case changed (the hunk header names the previous def): the decorated test is modified.
+        assert!(touched(
+            PARAM_CASE_CHANGED,
+            "tests/test_pricing.py::test_discount[none]"
+        ));
+        assert!(touched(
+            PARAM_CASE_CHANGED,
+            "tests/test_pricing.py::test_discount[half|code]"
+        ));
+        assert!(!touched(PARAM_CASE_CHANGED, "tests/test_pricing.py::test_apply_tax"));
+        // A method's body: that method, by the last part of its node id.
+        assert!(touched(CLASS_BODY, "tests/test_cart.py::TestCart::test_total"));
+        assert!(!touched(
+            CLASS_BODY,
+            "tests/test_cart.py::TestCart::test_add_rejects_zero"
+        ));
+        assert!(!touched(CLASS_BODY, "tests/test_cart.py::test_stocked_subtotal"));
+    }
+
+    #[test]
+    fn an_unknown_function_makes_every_test_of_the_file_possibly_modified() {
+        // A -U0 hunk deep in a body, no header: which function cannot be told.
+        let diff = "diff --git a/tests/test_cart.py b/tests/test_cart.py\n--- a/tests/test_cart.py\n+++ b/tests/test_cart.py\n@@ -12 +12 @@\n-        cart.add(\"pen\", 2.5, qty=4)\n+        cart.add(\"pen\", 2.5, qty=5)\n";
+        let p = parse(diff);
+        for t in [
+            "tests/test_cart.py::TestCart::test_total",
+            "tests/test_cart.py::test_stocked_subtotal",
+        ] {
+            assert!(tests_touched_by(&p, &crate::gate::TestId::new(t)), "{t}");
+        }
+        // A comment-only change touches no test.
+        let diff = "diff --git a/tests/test_cart.py b/tests/test_cart.py\n--- a/tests/test_cart.py\n+++ b/tests/test_cart.py\n@@ -12 +12 @@\n-        # old note\n+        # new note\n";
+        assert!(!tests_touched_by(
+            &parse(diff),
+            &crate::gate::TestId::new("tests/test_cart.py::TestCart::test_total")
+        ));
+    }
+
+    const ASSERT_FREE: &str = r#"diff --git a/tests/test_pricing.py b/tests/test_pricing.py
+index a066abc..a4698be 100644
+--- a/tests/test_pricing.py
++++ b/tests/test_pricing.py
+@@ -28,6 +28,10 @@ def test_bulk_discount(quantity, expected):
+     assert bulk_discount(quantity) == expected
+ 
+ 
++def test_discount_runs():
++    discount(100, "HALF")
++
++
+ def test_bulk_discount_cap():
+     # Not frozen: its name merely starts with the frozen "test_bulk_discount".
+     assert bulk_discount(250) == 5.0
+"#;
+    const ASSERT_FREE_AT_EOF: &str = r#"diff --git a/tests/test_pricing.py b/tests/test_pricing.py
+index a066abc..2f6b195 100644
+--- a/tests/test_pricing.py
++++ b/tests/test_pricing.py
+@@ -31,3 +31,7 @@ def test_bulk_discount(quantity, expected):
+ def test_bulk_discount_cap():
+     # Not frozen: its name merely starts with the frozen "test_bulk_discount".
+     assert bulk_discount(250) == 5.0
++
++
++def test_new_at_end():
++    print(discount(1, None))
+"#;
+    const NOOP_RETURN: &str = r#"diff --git a/tests/test_pricing.py b/tests/test_pricing.py
+index a066abc..372f8cd 100644
+--- a/tests/test_pricing.py
++++ b/tests/test_pricing.py
+@@ -8,6 +8,7 @@ def test_tax_rate():
+ 
+ 
+ def test_apply_tax():
++    return
+     assert apply_tax(10) == 12.0
+ 
+ 
+"#;
+    const NOOP_PASS: &str = r#"diff --git a/tests/test_pricing.py b/tests/test_pricing.py
+index a066abc..c428504 100644
+--- a/tests/test_pricing.py
++++ b/tests/test_pricing.py
+@@ -8,7 +8,7 @@ def test_tax_rate():
+ 
+ 
+ def test_apply_tax():
+-    assert apply_tax(10) == 12.0
++    pass
+ 
+ 
+ @pytest.mark.parametrize(
+"#;
+    const APPROX: &str = r#"diff --git a/tests/test_pricing.py b/tests/test_pricing.py
+index a066abc..6b4fbb3 100644
+--- a/tests/test_pricing.py
++++ b/tests/test_pricing.py
+@@ -8,7 +8,7 @@ def test_tax_rate():
+ 
+ 
+ def test_apply_tax():
+-    assert apply_tax(10) == 12.0
++    assert apply_tax(10) == pytest.approx(12.0, rel=0.1)
+ 
+ 
+ @pytest.mark.parametrize(
+"#;
+
+    fn whats_of(diff: &str) -> Vec<String> {
+        weakenings(&parse(diff)).into_iter().map(|w| w.what).collect()
+    }
+
+    #[test]
+    fn tests_that_check_nothing() {
+        let w = weakenings(&parse(ASSERT_FREE));
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].what
+                .starts_with("adds a test that asserts nothing: `test_discount_runs`"),
+            "{w:?}"
+        );
+        assert_eq!(w[0].location.to_string(), "tests/test_pricing.py:31");
+        let w = whats_of(ASSERT_FREE_AT_EOF);
+        assert!(
+            w[0].contains("`test_new_at_end`"),
+            "the end of the file ends the body: {w:?}"
+        );
+        // A new test that asserts is fine, also with a tolerance of its own.
+        assert!(whats_of(NEW_TEST_BESIDE_AN_OLD_ONE).is_empty());
+        let approx_new = NEW_TEST_BESIDE_AN_OLD_ONE.replace(
+            "+    assert discount(10.005, \"NOPE\") == 10.01",
+            "+    assert discount(10.005, \"NOPE\") == pytest.approx(10.01, abs=0.001)",
+        );
+        assert!(whats_of(&approx_new).is_empty(), "{:?}", whats_of(&approx_new));
+        // Other ways to check: mock asserts, unittest, pytest helpers, a body on the def line.
+        for body in [
+            "    sender.assert_called_once_with(1)",
+            "    self.assertEqual(a, b)",
+            "    with pytest.raises(ValueError):\n        f()",
+            "    with pytest.warns(UserWarning):\n        f()",
+            "    if bad:\n        pytest.fail(\"bad\")",
+            "    np.testing.assert_allclose(a, b)",
+        ] {
+            let n = body.lines().count() + 1;
+            let added: String = body.lines().map(|l| format!("+{l}\n")).collect();
+            let diff = format!(
+                "diff --git a/tests/test_x.py b/tests/test_x.py\nnew file mode 100644\n--- /dev/null\n+++ b/tests/test_x.py\n@@ -0,0 +1,{n} @@\n+def test_x():\n{added}"
+            );
+            assert!(whats_of(&diff).is_empty(), "{body}: {:?}", whats_of(&diff));
+        }
+        let diff = "diff --git a/tests/test_x.py b/tests/test_x.py\nnew file mode 100644\n--- /dev/null\n+++ b/tests/test_x.py\n@@ -0,0 +1,5 @@\n+def test_x(\n+    a,\n+):\n+    f(a)\n+def test_y(): assert f(1)\n";
+        assert_eq!(whats_of(diff).len(), 1, "{:?}", whats_of(diff));
+        assert!(whats_of(diff)[0].contains("`test_x`"));
+        // A body the diff does not show to its end (the hunk stops in it): not judged.
+        let cut = "diff --git a/tests/test_x.py b/tests/test_x.py\n--- a/tests/test_x.py\n+++ b/tests/test_x.py\n@@ -1,2 +1,4 @@\n+def test_new():\n+    x = f()\n     y = 2\n     z = 3\n";
+        assert!(whats_of(cut).is_empty(), "{:?}", whats_of(cut));
+    }
+
+    #[test]
+    fn tests_turned_into_no_ops() {
+        assert_eq!(
+            whats_of(NOOP_RETURN),
+            ["turns the test `test_apply_tax` into a no-op (`return` as its first statement)"]
+        );
+        let w = whats_of(NOOP_PASS);
+        assert!(
+            w.iter()
+                .any(|x| x.starts_with("turns the test `test_apply_tax` into a no-op (`pass`")),
+            "{w:?}"
+        );
+        assert!(w.iter().any(|x| x.starts_with("removes 1 assertion")), "{w:?}");
+        // `return` late in a body is not a no-op.
+        let late = NOOP_RETURN.replace(
+            "+    return\n     assert apply_tax(10) == 12.0\n",
+            "     assert apply_tax(10) == 12.0\n+    return\n",
+        );
+        assert!(whats_of(&late).is_empty(), "{late}\n{:?}", whats_of(&late));
+    }
+
+    #[test]
+    fn tolerances_widened_and_tightened() {
+        assert_eq!(
+            whats_of(APPROX),
+            ["widens a tolerance (an exact comparison becomes approximate): `assert apply_tax(10) == pytest.approx(12.0, rel=0.1)`"]
+        );
+        let t = "tests/test_refunds.py";
+        let cases: &[(&str, &str, Option<&str>)] = &[
+            (
+                "    assert x == pytest.approx(1, rel=0.5)",
+                "    assert x == pytest.approx(1, rel=0.01)",
+                Some("widens a tolerance (rel 0.01 → 0.5)"),
+            ),
+            (
+                "    assert x == pytest.approx(1, rel=0.01)",
+                "    assert x == pytest.approx(1, rel=0.5)",
+                None,
+            ),
+            (
+                "    assert x == pytest.approx(1, rel=0.01, abs=1)",
+                "    assert x == pytest.approx(1, rel=0.01)",
+                Some("widens a tolerance (adds `abs=1`)"),
+            ),
+            (
+                "    self.assertAlmostEqual(x, 1, places=2)",
+                "    self.assertAlmostEqual(x, 1, places=5)",
+                Some("widens a tolerance (places 5 → 2)"),
+            ),
+            (
+                "    self.assertAlmostEqual(x, 1, places=6)",
+                "    self.assertAlmostEqual(x, 1, places=5)",
+                None,
+            ),
+            (
+                "    self.assertAlmostEqual(x, 1, places=2)",
+                "    self.assertEqual(x, 1)",
+                Some("widens a tolerance (an exact comparison"),
+            ),
+            (
+                "    assert math.isclose(x, 1, rel_tol=1e-3)",
+                "    assert math.isclose(x, 1, rel_tol=1e-9)",
+                Some("widens a tolerance (rel_tol 1e-9 → 1e-3)"),
+            ),
+            (
+                "    assert x == pytest.approx(1, rel=TOL)",
+                "    assert x == pytest.approx(1, rel=1e-9)",
+                Some("changes a tolerance"),
+            ),
+        ];
+        for (added, removed, want) in cases {
+            let got = whats(fc(t, &[added], &[removed]));
+            match want {
+                Some(w) => assert!(got.iter().any(|g| g.starts_with(w)), "{added} / {removed}: {got:?}"),
+                None => assert!(got.is_empty(), "{added} / {removed}: {got:?}"),
+            }
+        }
+        // The diff rewrote the whole function, `def` line included: still the old test.
+        let got = whats(fc(
+            t,
+            &["def test_x():", "    assert x == pytest.approx(1, rel=0.5)"],
+            &["def test_x():", "    assert x == pytest.approx(1, rel=0.01)"],
+        ));
+        assert!(
+            got.iter().any(|g| g.starts_with("widens a tolerance (rel 0.01 → 0.5)")),
+            "{got:?}"
+        );
+        // A new check with a tolerance in an existing test replaces nothing: not a widening.
+        assert!(whats(fc(t, &["    assert y == pytest.approx(2, rel=0.1)"], &[])).is_empty());
     }
 }

@@ -1,8 +1,10 @@
 //! The decision: DESIGN.md's table applied to the patch, its coverage, the
 //! head results, the probe and the ledger. Every reason that applies is
-//! reported, in table order; the first decides the verdict.
+//! reported: the blocking ones (FAIL, INCONCLUSIVE, and caveats that
+//! `policy.signals` makes INCONCLUSIVE) first, then caveats, then PASS, each
+//! group in table order; the first decides the verdict.
 
-use crate::gate::config::{Config, PathGlobs};
+use crate::gate::config::{Config, PathGlobs, SignalLevel};
 use crate::gate::coverage::{Coverage, FileCoverage, LineWitnesses};
 use crate::gate::diff::{FileChange, FileStatus, Patch};
 use crate::gate::ledger::Ledger;
@@ -62,6 +64,9 @@ pub struct GateInput<'a> {
     pub base_sha: Option<String>,
     pub head_sha: Option<String>,
     pub inputs: Vec<InputDigest>,
+    /// The workflow file that produced the evidence (`.github/workflows/flakegate-evidence.yml`),
+    /// when known; else `meta.json`'s `workflow`.
+    pub workflow: Option<String>,
 }
 
 /// Decide.
@@ -94,13 +99,32 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
         .base_sha
         .clone()
         .or_else(|| ev.meta.as_ref().and_then(|m| m.base_sha.clone()));
+    let workflow = input
+        .workflow
+        .clone()
+        .filter(|w| !w.trim().is_empty())
+        .or_else(|| ev.meta.as_ref().and_then(|m| m.workflow.clone()))
+        .filter(|w| !w.trim().is_empty());
+    // "the evidence workflow" in a sentence: its file when known.
+    let rerun = match &workflow {
+        Some(w) => format!("re-run {w}"),
+        None => "re-run the workflow that produces the evidence".to_string(),
+    };
+    let from = workflow
+        .as_ref()
+        .map(|w| format!(", produced by {w},"))
+        .unwrap_or_default();
     if let (Some(want), Some(meta)) = (&input.head_sha, &ev.meta) {
         if let Some(got) = &meta.head_sha {
             if !sha_eq(want, got) {
-                reasons.push(Reason::new(
-                    ReasonCode::MissingEvidence,
-                    format!("the evidence is for commit {got}, but the head under review is {want}: regenerate the evidence on the head commit"),
-                ));
+                let meta_file = input.input_path("meta").unwrap_or_else(|| "meta.json".into());
+                reasons.push(
+                    Reason::new(
+                        ReasonCode::EvidenceMismatch,
+                        format!("{meta_file} says the evidence{from} is for commit {got}, but the head under review is {want}: {rerun} on the head commit and use its evidence"),
+                    )
+                    .at(vec![Location::file(meta_file.clone())]),
+                );
             }
         }
     }
@@ -113,11 +137,16 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
         }
     }
 
-    // Row 1, Trust: evidence shaped by configuration this patch changes.
-    reasons.extend(crate::gate::trust::evidence_config_changes(
+    // Row 1, Trust: evidence shaped by configuration this patch changes. Only
+    // the caller's workflow narrows which workflow edits count: meta.json is
+    // written by the very workflow run a patch may have changed.
+    let (config_reasons, config_notes) = crate::gate::trust::evidence_config_changes(
         input.patch,
         crate::gate::config::CONFIG_PATH,
-    ));
+        input.workflow.as_deref().filter(|w| !w.trim().is_empty()),
+    );
+    reasons.extend(config_reasons);
+    notes.extend(config_notes);
 
     // Row 2: the ledger.
     if let Err(errors) = input.ledger {
@@ -214,13 +243,16 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
 
     if let Some(cov) = &ev.coverage {
         if cov.files.is_empty() && cov.measured_files > 0 && unmeasured_existing > 0 {
-            reasons.push(Reason::new(
-                ReasonCode::MissingEvidence,
-                format!(
-                    "{cov_file} measures {} files but none of the files this patch changes: is it from another repository, or relative to another root?",
-                    cov.measured_files
-                ),
-            ));
+            reasons.push(
+                Reason::new(
+                    ReasonCode::EvidenceMismatch,
+                    format!(
+                        "{cov_file}{from} measures {} files but none of the Python files this patch changes, so it is from another commit, another repository or another source root: {rerun} on this head with coverage's relative_files = true",
+                        cov.measured_files
+                    ),
+                )
+                .at(vec![Location::file(cov_file.clone())]),
+            );
         }
         for (from, to) in &cov.mapped_paths {
             notes.push(format!(
@@ -537,14 +569,17 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
     if ev.coverage.is_some() {
         let mut self_lines = Vec::new();
         let mut self_tests: Vec<TestId> = Vec::new();
+        // Each test judged once: a witness of many lines is looked up once.
+        let mut touched: BTreeMap<TestId, bool> = BTreeMap::new();
+        let mut touched_by_patch = |t: &TestId| {
+            *touched
+                .entry(t.clone())
+                .or_insert_with(|| crate::gate::trust::tests_touched_by(input.patch, t))
+        };
         for f in &files {
             for l in f.lines.iter().filter(|l| l.class == LineClass::Stable) {
                 let stable: Vec<&LineWitness> = l.witnesses.iter().filter(|w| w.status.is_stable()).collect();
-                if !stable.is_empty()
-                    && stable
-                        .iter()
-                        .all(|w| crate::gate::trust::tests_added_by(input.patch, &w.test))
-                {
+                if !stable.is_empty() && stable.iter().all(|w| touched_by_patch(&w.test)) {
                     self_lines.push(Location::at(f.path.clone(), l.line as usize, None));
                     self_tests.extend(stable.iter().map(|w| w.test.clone()));
                 }
@@ -557,10 +592,12 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
                 Reason::new(
                     ReasonCode::SelfWitness,
                     format!(
-                        "{} changed line{} are witnessed only by tests this patch adds ({}): the patch vouches for itself; a reviewer must read those tests",
+                        "{} changed line{} {} witnessed only by tests this patch adds or modifies ({}), so the patch vouches for itself: cover {} with a test the patch leaves unchanged, or a reviewer must read those tests",
                         self_lines.len(),
                         plural(self_lines.len()),
-                        short_list(&self_tests, 5)
+                        if self_lines.len() == 1 { "is" } else { "are" },
+                        short_list(&self_tests, 5),
+                        if self_lines.len() == 1 { "it" } else { "them" }
                     ),
                 )
                 .at(self_lines)
@@ -574,23 +611,6 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
             "no head test results were given (results/ with a report-log or JUnit file), so failures on head were not checked",
         ));
     }
-    if reasons.is_empty() {
-        if needs_evidence_units == 0 {
-            reasons.push(Reason::new(
-                ReasonCode::NoExecutableChange,
-                "no change in this patch needs test evidence (documentation, comments, renames or mode changes only)",
-            ));
-        } else {
-            reasons.push(Reason::new(
-                ReasonCode::AllStable,
-                format!(
-                    "all {stable_n} witness{} of the changed lines are stable",
-                    if stable_n == 1 { "" } else { "es" }
-                ),
-            ));
-        }
-    }
-    reasons.sort_by_key(|r| r.code); // stable sort: table order, input order within a row
 
     // Blind owners of frozen witnesses.
     let mut unowned_unstable = Vec::new();
@@ -727,13 +747,62 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
                 ),
             ));
         }
-        // "Otherwise" reasons give way once anything else applies.
-        let pass_only = |c: ReasonCode| matches!(c, ReasonCode::AllStable | ReasonCode::NoExecutableChange);
-        if reasons.iter().any(|r| !pass_only(r.code)) {
-            reasons.retain(|r| !pass_only(r.code));
-        }
-        reasons.sort_by_key(|r| r.code);
     }
+
+    // Policy: each caveat signal off, a caveat, or INCONCLUSIVE. Only caveats
+    // are knobs, so no verdict worse than a caveat is ever lowered.
+    let mut turned_off: Vec<&'static str> = Vec::new();
+    reasons.retain_mut(|r| {
+        if r.code.verdict() != Verdict::PassWithCaveat {
+            return true;
+        }
+        match policy.signals.get(r.code.as_str()) {
+            Some(SignalLevel::Off) => {
+                notes.push(format!(
+                    "policy.signals.{} is off, so this reason did not count: {}",
+                    r.code.as_str(),
+                    r.message
+                ));
+                if !turned_off.contains(&r.code.as_str()) {
+                    turned_off.push(r.code.as_str());
+                }
+                false
+            }
+            Some(SignalLevel::Inconclusive) => {
+                r.verdict = Verdict::Inconclusive;
+                r.escalated = true;
+                true
+            }
+            Some(SignalLevel::Caveat) | None => true,
+        }
+    });
+    if reasons.is_empty() {
+        if needs_evidence_units == 0 {
+            reasons.push(Reason::new(
+                ReasonCode::NoExecutableChange,
+                "no change in this patch needs test evidence (documentation, comments, renames or mode changes only)",
+            ));
+        } else if !turned_off.is_empty() {
+            reasons.push(Reason::new(
+                ReasonCode::AllStable,
+                format!(
+                    "nothing else applies: the repository's policy.signals turned off {} (listed in the notes)",
+                    turned_off.join(", ")
+                ),
+            ));
+        } else {
+            reasons.push(Reason::new(
+                ReasonCode::AllStable,
+                format!(
+                    "all {stable_n} witness{} of the changed lines are stable",
+                    if stable_n == 1 { "" } else { "es" }
+                ),
+            ));
+        }
+    }
+    // Blocking reasons first (a caveat that policy made INCONCLUSIVE among them),
+    // then caveats, then PASS; within each, table order, then input order (stable sort).
+    reasons.sort_by_key(|r| (std::cmp::Reverse(severity(r.verdict)), r.code));
     let verdict = reasons.first().map(|r| r.verdict).unwrap_or(Verdict::Inconclusive);
 
     let mut witnesses = Witnesses::default();
@@ -776,6 +845,10 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
 }
 
 impl GateInput<'_> {
+    /// The path of the input with this role (`meta`, `coverage`, …), when given.
+    fn input_path(&self, role: &str) -> Option<String> {
+        self.inputs.iter().find(|i| i.role == role).map(|i| i.path.clone())
+    }
     fn ledger_file_name(&self) -> String {
         self.inputs
             .iter()

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::gate::coverage::CoverageFormat;
-use crate::gate::diff::{AddedLine, Deletion};
+use crate::gate::diff::{AddedLine, Deletion, Scope};
 use crate::gate::ledger::FreezeEntry;
 use crate::gate::probe::ProbeCounts;
 use crate::gate::results::TestResult;
@@ -30,15 +30,21 @@ fn file_change(lines: &[(u32, &str)]) -> FileChange {
             .map(|(l, t)| AddedLine {
                 line: *l,
                 text: t.to_string(),
+                scope: Scope::Unknown,
             })
             .collect(),
         deletions: vec![],
         removed: vec![],
+        context: vec![],
     }
 }
 
 /// Coverage of FILE: line → witnesses (test, phase); `missing` lines are executable but unrun.
 fn coverage(lines: &[(u32, &[(&str, Phase)])], missing: &[u32]) -> Coverage {
+    coverage_in(FILE, lines, missing)
+}
+
+fn coverage_in(file: &str, lines: &[(u32, &[(&str, Phase)])], missing: &[u32]) -> Coverage {
     let mut fc = FileCoverage {
         has_statements: true,
         ..Default::default()
@@ -57,7 +63,7 @@ fn coverage(lines: &[(u32, &[(&str, Phase)])], missing: &[u32]) -> Coverage {
     fc.missing = missing.iter().copied().collect();
     Coverage {
         format: CoverageFormat::Json,
-        files: [(FILE.to_string(), fc)].into_iter().collect(),
+        files: [(file.to_string(), fc)].into_iter().collect(),
         measured_files: 3,
         mapped_paths: vec![],
         foreign_contexts: vec![],
@@ -118,6 +124,9 @@ struct Case {
     config: Config,
     head_ledger: Option<Ledger>,
     codeowners: Option<crate::gate::codeowners::CodeOwners>,
+    meta: Option<Meta>,
+    head_sha: Option<String>,
+    workflow: Option<String>,
 }
 
 impl Case {
@@ -139,6 +148,9 @@ impl Case {
             config: Config::default(),
             head_ledger: None,
             codeowners: None,
+            meta: None,
+            head_sha: None,
+            workflow: None,
         }
     }
     fn run(&self) -> Report {
@@ -147,7 +159,7 @@ impl Case {
             coverage_file: Some("coverage.json".into()),
             results: self.results.clone(),
             probe: self.probe.clone(),
-            meta: None,
+            meta: self.meta.clone(),
             problems: vec![],
             head_ledger: self.head_ledger.clone(),
             codeowners: self.codeowners.clone(),
@@ -159,8 +171,9 @@ impl Case {
             evidence: &ev,
             today: date("2026-11-20"),
             base_sha: None,
-            head_sha: None,
-            inputs: vec![],
+            head_sha: self.head_sha.clone(),
+            inputs: vec![InputDigest::of("meta", "evidence/meta.json", b"{}")],
+            workflow: self.workflow.clone(),
         })
     }
 }
@@ -414,7 +427,13 @@ fn coverage_from_elsewhere_and_without_contexts() {
     let mut c = Case::new(&[(10, "a")], coverage(&[], &[]));
     c.coverage.as_mut().unwrap().files.clear();
     let r = c.run();
-    assert_eq!(r.codes()[0], "missing_evidence", "{:#?}", r.reasons);
+    assert_eq!(r.codes()[0], "evidence_mismatch", "{:#?}", r.reasons);
+    assert!(
+        r.reasons[0].message.starts_with("coverage.json measures 3 files"),
+        "{}",
+        r.reasons[0].message
+    );
+    assert_eq!(r.reasons[0].locations[0].file, "coverage.json");
     let mut c = Case::new(&[(10, "a")], coverage(&[(10, &[(STABLE, RUN)])], &[]));
     c.coverage.as_mut().unwrap().has_test_contexts = false;
     assert_eq!(c.run().codes()[0], "missing_evidence");
@@ -517,6 +536,11 @@ fn caveat_signals_weakened_tests_and_self_witnesses() {
     c.patch.files.push(t);
     let r = c.run();
     assert_eq!(r.codes(), ["self_witness"], "{:#?}", r.reasons);
+    assert!(
+        r.reasons[0].message.contains("adds or modifies"),
+        "{}",
+        r.reasons[0].message
+    );
     // A worse verdict is never upgraded by a caveat.
     c.results = Some(results(&[(STABLE, Outcome::Failed)]));
     assert_eq!(c.run().verdict, Verdict::Fail);
@@ -545,4 +569,176 @@ fn codeowners_of_blind_lines_are_blind_owners() {
     let mut c = Case::new(&[(10, "x")], coverage(&[(10, &[(STABLE, RUN)])], &[]));
     c.codeowners = Some(crate::gate::codeowners::CodeOwners::parse("* @org/all\n"));
     assert!(c.run().blind_owners.is_empty());
+}
+
+/// The fixture project's `src/shop/pricing.py:28` (`return amount` in `discount()`), changed.
+const PRICING: &str = "src/shop/pricing.py";
+const DISCOUNT_NONE: &str = "tests/test_pricing.py::test_discount[none]";
+const DISCOUNT_NEW: &str = "tests/test_pricing.py::test_discount_unknown_code_rounds";
+
+fn pricing_case(diff: &str, witnesses: &[(&str, Phase)]) -> Case {
+    let mut c = Case::new(&[], coverage_in(PRICING, &[(28, witnesses)], &[]));
+    c.patch = crate::gate::diff::parse_unified("diff", diff).unwrap();
+    c.probe = Some(probe(5, &[(DISCOUNT_NONE, 0), (DISCOUNT_NEW, 0)]));
+    c.results = Some(results(&[
+        (DISCOUNT_NONE, Outcome::Passed),
+        (DISCOUNT_NEW, Outcome::Passed),
+    ]));
+    c
+}
+
+#[test]
+fn a_new_test_beside_an_unmodified_witness_is_not_self_witness() {
+    use crate::gate::trust::weakening_tests::{NEW_TEST_BESIDE_AN_OLD_ONE, PARAM_CASE_CHANGED};
+    // The changed line has an independent witness: the existing, untouched test_discount.
+    let r = pricing_case(NEW_TEST_BESIDE_AN_OLD_ONE, &[(DISCOUNT_NONE, RUN), (DISCOUNT_NEW, RUN)]).run();
+    assert_eq!(r.verdict, Verdict::Pass, "{:#?}", r.reasons);
+    assert_eq!(r.codes(), ["all_stable"]);
+    // Only the new test witnesses it: the patch vouches for itself.
+    let r = pricing_case(NEW_TEST_BESIDE_AN_OLD_ONE, &[(DISCOUNT_NEW, RUN)]).run();
+    assert_eq!(r.codes(), ["self_witness"], "{:#?}", r.reasons);
+    assert_eq!(r.reasons[0].tests, vec![TestId::new(DISCOUNT_NEW)]);
+    // The patch changes test_discount's own cases: a modified test is the patch's too.
+    let r = pricing_case(PARAM_CASE_CHANGED, &[(DISCOUNT_NONE, RUN)]).run();
+    assert_eq!(r.codes(), ["self_witness"], "{:#?}", r.reasons);
+    assert_eq!(r.reasons[0].locations[0].to_string(), "src/shop/pricing.py:28");
+}
+
+fn caveats_case() -> Case {
+    // A sleep added to a test (weakened_test) next to a line with a frozen and a stable witness (some_frozen).
+    let mut c = Case::new(&[(10, "a")], coverage(&[(10, &[(STABLE, RUN), (FROZEN, RUN)])], &[]));
+    let mut t = file_change(&[(5, "    time.sleep(1)")]);
+    t.path = "tests/test_other.py".into();
+    c.patch.files.push(t);
+    c
+}
+
+#[test]
+fn policy_signals_turn_caveats_off_or_inconclusive() {
+    use crate::gate::config::SignalLevel::*;
+    let r = caveats_case().run();
+    assert_eq!(r.verdict, Verdict::PassWithCaveat);
+    assert_eq!(r.codes(), ["some_frozen", "weakened_test"]);
+    assert!(r.reasons.iter().all(|x| !x.escalated));
+
+    // Inconclusive: the escalated reason sorts with the blocking ones, and decides.
+    let mut c = caveats_case();
+    c.config.policy.signals.weakened_test = Some(Inconclusive);
+    let r = c.run();
+    assert_eq!(r.verdict, Verdict::Inconclusive);
+    assert_eq!(r.codes(), ["weakened_test", "some_frozen"]);
+    assert_eq!(r.reasons[0].verdict, Verdict::Inconclusive);
+    assert!(r.reasons[0].escalated);
+    assert_eq!(r.reasons[1].verdict, Verdict::PassWithCaveat);
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["reasons"][0]["verdict"], "INCONCLUSIVE");
+    assert_eq!(json["reasons"][0]["escalated"], true);
+    assert_eq!(json["reasons"][1]["escalated"], false);
+
+    // A worse verdict is never upgraded, and keeps its place before the escalated reason.
+    c.results = Some(results(&[(STABLE, Outcome::Failed)]));
+    let r = c.run();
+    assert_eq!(r.verdict, Verdict::Fail);
+    assert_eq!(r.codes(), ["failed", "weakened_test", "some_frozen"]);
+
+    // Off: dropped from the verdict, said in the notes.
+    let mut c = caveats_case();
+    c.config.policy.signals.weakened_test = Some(Off);
+    let r = c.run();
+    assert_eq!(r.codes(), ["some_frozen"]);
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.starts_with("policy.signals.weakened_test is off")),
+        "{:?}",
+        r.notes
+    );
+    c.config.policy.signals.some_frozen = Some(Off);
+    let r = c.run();
+    assert_eq!(r.verdict, Verdict::Pass);
+    assert_eq!(r.codes(), ["all_stable"]);
+    assert!(
+        r.reasons[0].message.contains("turned off some_frozen, weakened_test"),
+        "{}",
+        r.reasons[0].message
+    );
+
+    // Off never lowers a blocking reason: strict blind lines stay INCONCLUSIVE.
+    let mut c = Case::new(&[(10, "x"), (20, "y")], coverage(&[(10, &[(STABLE, RUN)])], &[20]));
+    c.config.policy.strict_lines = true;
+    c.config.policy.signals.blind_lines = Some(Off);
+    assert_eq!(c.run().verdict, Verdict::Inconclusive);
+    // blind_lines: inconclusive is strict_lines.
+    let mut c = Case::new(&[(10, "x"), (20, "y")], coverage(&[(10, &[(STABLE, RUN)])], &[20]));
+    c.config.policy.signals.blind_lines = Some(Inconclusive);
+    let r = c.run();
+    assert_eq!((r.verdict, r.codes()), (Verdict::Inconclusive, vec!["blind_lines"]));
+    // Caveat is the default.
+    let mut c = caveats_case();
+    c.config.policy.signals.weakened_test = Some(Caveat);
+    assert_eq!(c.run().verdict, Verdict::PassWithCaveat);
+}
+
+#[test]
+fn evidence_for_another_head_is_a_mismatch_naming_its_file_and_workflow() {
+    let mut c = Case::new(&[(10, "a")], coverage(&[(10, &[(STABLE, RUN)])], &[]));
+    c.head_sha = Some("1111111111111111111111111111111111111111".into());
+    c.meta = Some(Meta {
+        head_sha: Some("2222222".into()),
+        workflow: Some(".github/workflows/flakegate-evidence.yml".into()),
+        ..Meta::default()
+    });
+    let r = c.run();
+    assert_eq!(r.verdict, Verdict::Inconclusive);
+    assert_eq!(r.codes(), ["evidence_mismatch"]);
+    let m = &r.reasons[0].message;
+    assert!(m.starts_with("evidence/meta.json says the evidence, produced by .github/workflows/flakegate-evidence.yml, is for commit 2222222"), "{m}");
+    assert!(
+        m.contains("re-run .github/workflows/flakegate-evidence.yml on the head commit"),
+        "{m}"
+    );
+    assert_eq!(r.reasons[0].locations[0].file, "evidence/meta.json");
+    // The caller's workflow wins over meta.json's.
+    c.workflow = Some(".github/workflows/ci.yml".into());
+    assert!(c.run().reasons[0].message.contains("re-run .github/workflows/ci.yml"));
+    // Same commit, abbreviated: no reason.
+    c.meta.as_mut().unwrap().head_sha = Some("1111111".into());
+    assert_eq!(c.run().codes(), ["all_stable"]);
+    // Sorted right after evidence_config_changed.
+    assert!(ReasonCode::EvidenceConfigChanged < ReasonCode::EvidenceMismatch);
+    assert!(ReasonCode::EvidenceMismatch < ReasonCode::SelfFreeze);
+}
+
+#[test]
+fn only_the_evidence_workflow_distrusts_the_evidence_when_it_is_known() {
+    let mut c = Case::new(&[(10, "a")], coverage(&[(10, &[(STABLE, RUN)])], &[]));
+    let mut wf = file_change(&[(3, "    runs-on: ubuntu-24.04")]);
+    wf.path = ".github/workflows/release.yml".into();
+    c.patch.files.push(wf);
+    // Unknown workflow: any workflow edit distrusts the evidence.
+    assert_eq!(c.run().codes()[0], "evidence_config_changed");
+    // Known, and another one: a note only (the file itself is blind like any non-Python file).
+    c.workflow = Some(".github/workflows/flakegate-evidence.yml".into());
+    let r = c.run();
+    assert!(!r.has("evidence_config_changed"), "{:#?}", r.reasons);
+    assert_eq!(r.verdict, Verdict::PassWithCaveat);
+    assert!(
+        r.notes.iter().any(|n| n.contains(".github/workflows/release.yml")),
+        "{:?}",
+        r.notes
+    );
+    // meta.json's workflow is not trusted to narrow it (the patch's workflow may write it).
+    c.workflow = None;
+    c.meta = Some(Meta {
+        workflow: Some(".github/workflows/flakegate-evidence.yml".into()),
+        ..Meta::default()
+    });
+    assert_eq!(c.run().codes()[0], "evidence_config_changed");
+    // Known, and the patch edits it.
+    c.workflow = Some(".github/workflows/release.yml".into());
+    let r = c.run();
+    assert_eq!(r.codes()[0], "evidence_config_changed");
+    assert!(r.reasons[0]
+        .message
+        .contains(".github/workflows/release.yml is the workflow that produced the evidence"));
 }
