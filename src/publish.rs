@@ -4,7 +4,9 @@
 //! sticky pull-request comment. The GitHub client only sends these.
 
 use crate::gate::config::{is_handle, CaveatConclusion, Config};
-use crate::gate::report::{FileEvidence, FileReport, LineClass, LineWitness, Report, Verdict, WitnessStatus};
+use crate::gate::report::{
+    FileEvidence, FileReport, LineClass, LineWitness, ReasonCode, Report, Verdict, WitnessStatus,
+};
 use crate::gate::verdict::handle_for;
 use crate::render::{self, GITHUB_TEXT_LIMIT};
 use serde::Serialize;
@@ -390,6 +392,24 @@ fn todo(action: &str) -> String {
     }
 }
 
+/// Reasons about what the patch did to the evidence that judges it (DESIGN.md, "Trust"),
+/// named in the comment as well as in the check run.
+fn is_patch_reason(code: ReasonCode) -> bool {
+    use crate::gate::report::ReasonCode::*;
+    matches!(
+        code,
+        EvidenceConfigChanged | EvidenceMismatch | SelfFreeze | LedgerEdited | WeakenedTest | SelfWitness
+    )
+}
+
+#[derive(Serialize)]
+struct PatchReasonCtx {
+    code: String,
+    blocks: bool,
+    message: String,
+    at: Vec<String>,
+}
+
 #[derive(Serialize)]
 struct OwnerCtx {
     who: String,
@@ -474,7 +494,22 @@ pub fn comment_body(report: &Report, config: &Config, previous: Option<&str>) ->
         .into_iter()
         .collect();
 
-    let something_to_say = !owners.is_empty() || !expired.is_empty() || !unowned.is_empty();
+    // What the patch did to its own evidence: the agent author must undo it, or a reviewer
+    // must accept it — either way it is said here, not only in the check run.
+    let patch_reasons: Vec<PatchReasonCtx> = report
+        .reasons
+        .iter()
+        .filter(|r| is_patch_reason(r.code))
+        .map(|r| PatchReasonCtx {
+            code: r.code.as_str().to_string(),
+            blocks: r.verdict.blocks(),
+            message: r.message.clone(),
+            at: r.locations.iter().take(5).map(|l| l.to_string()).collect(),
+        })
+        .collect();
+
+    let something_to_say =
+        !owners.is_empty() || !expired.is_empty() || !unowned.is_empty() || !patch_reasons.is_empty();
     let state = if something_to_say {
         "blind"
     } else if previous.is_none() {
@@ -503,6 +538,7 @@ pub fn comment_body(report: &Report, config: &Config, previous: Option<&str>) ->
                 owners => owners,
                 expired => expired,
                 unowned => unowned,
+                patch_reasons => patch_reasons,
             })
         })
         .expect("the bundled comment template renders");

@@ -141,7 +141,10 @@ pub struct Policy {
 /// Where the repository configuration lives (read at the base commit).
 pub const CONFIG_PATH: &str = ".github/flakegate.yml";
 
-pub const DEFAULT_NO_EVIDENCE_PATHS: &[&str] = &["**/*.md", "**/*.rst", "**/*.txt", "docs/**", "LICENSE*"];
+/// `.github/**` (workflows, CODEOWNERS, the ledger, this config) cannot be executed by a test; the
+/// trust rules judge the parts of it that shape the evidence.
+pub const DEFAULT_NO_EVIDENCE_PATHS: &[&str] =
+    &["**/*.md", "**/*.rst", "**/*.txt", "docs/**", "LICENSE*", ".github/**"];
 
 impl Default for Policy {
     fn default() -> Self {

@@ -713,16 +713,17 @@ pub fn weakenings(patch: &Patch) -> Vec<Weakening> {
         if removed_asserts.len() > added_asserts {
             let first = removed_asserts[0];
             out.push(Weakening {
-                location: Location::at(format!("{} (base)", fc.path), first.line as usize, None),
+                location: at_removed(fc, first.line),
                 what: format!(
-                    "removes {} assertion{} (e.g. `{}`)",
+                    "removes {} assertion{} (e.g. `{}` at base line {})",
                     removed_asserts.len() - added_asserts,
                     if removed_asserts.len() - added_asserts == 1 {
                         ""
                     } else {
                         "s"
                     },
-                    first.text.trim()
+                    first.text.trim(),
+                    first.line
                 ),
             });
         }
@@ -731,8 +732,8 @@ pub fn weakenings(patch: &Patch) -> Vec<Weakening> {
             if let Some(name) = test_def_name(&r.text) {
                 if !added_defs.contains(&name) {
                     out.push(Weakening {
-                        location: Location::at(format!("{} (base)", fc.path), r.line as usize, None),
-                        what: format!("deletes the test `{name}`"),
+                        location: at_removed(fc, r.line),
+                        what: format!("deletes the test `{name}` (base line {})", r.line),
                     });
                 }
             }
@@ -960,6 +961,21 @@ fn is_docstring_line(t: &str) -> bool {
     let t = t.trim_start_matches(['r', 'R', 'u', 'U']);
     (t.starts_with("\"\"\"") && t.len() >= 6 && t.ends_with("\"\"\""))
         || (t.starts_with(") && t.len() >= 6 && t.ends_with("))
+}
+
+/// Where a removed line was, as a head-side place an annotation can point at: the surviving
+/// line that now stands where the removed run began (the file itself when it was deleted).
+fn at_removed(fc: &FileChange, old_line: u32) -> Location {
+    if fc.status == crate::gate::diff::FileStatus::Deleted {
+        return Location::file(fc.path.clone());
+    }
+    let line = fc
+        .deletions
+        .iter()
+        .find(|d| d.old_start <= old_line && old_line < d.old_start + d.old_count.max(1))
+        .map(|d| d.after + 1)
+        .unwrap_or(old_line);
+    Location::at(fc.path.clone(), line.max(1) as usize, None)
 }
 
 /// Does the patch add or modify this test? A test is the patch's own when its

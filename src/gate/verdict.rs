@@ -145,6 +145,15 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
         crate::gate::config::CONFIG_PATH,
         input.workflow.as_deref().filter(|w| !w.trim().is_empty()),
     );
+    // Files the trust rules judge (workflows, coverage and pytest settings, flakegate's config)
+    // need no coverage of their own: no test can execute a YAML or INI file.
+    let trust_judged: Vec<String> = config_reasons
+        .iter()
+        .flat_map(|r| r.locations.iter())
+        .map(|l| l.file.clone())
+        .filter(|f| !f.ends_with(".py"))
+        .collect();
+    let config_distrusted = !config_reasons.is_empty();
     reasons.extend(config_reasons);
     notes.extend(config_notes);
 
@@ -160,6 +169,7 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
     // The ledger itself needs no test evidence: its edits are judged by the trust rules.
     let mut no_evidence = policy.no_evidence_paths.clone();
     no_evidence.push(globset::escape(&input.config.ledger));
+    no_evidence.extend(trust_judged.iter().map(|f| globset::escape(f)));
     let globs = match PathGlobs::new(&no_evidence) {
         Ok(g) => g,
         Err(m) => {
@@ -242,7 +252,9 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
     // (account_file already put them in `lines` as witnesses of the neighbours.)
 
     if let Some(cov) = &ev.coverage {
-        if cov.files.is_empty() && cov.measured_files > 0 && unmeasured_existing > 0 {
+        // When the patch changed the coverage configuration, that (reported above) is why the
+        // changed files are unmeasured; a second, vaguer reason would only blur it.
+        if cov.files.is_empty() && cov.measured_files > 0 && unmeasured_existing > 0 && !config_distrusted {
             reasons.push(
                 Reason::new(
                     ReasonCode::EvidenceMismatch,

@@ -717,11 +717,11 @@ fn only_the_evidence_workflow_distrusts_the_evidence_when_it_is_known() {
     c.patch.files.push(wf);
     // Unknown workflow: any workflow edit distrusts the evidence.
     assert_eq!(c.run().codes()[0], "evidence_config_changed");
-    // Known, and another one: a note only (the file itself is blind like any non-Python file).
+    // Known, and another one: a note only, and the file (under `.github/`) needs no coverage.
     c.workflow = Some(".github/workflows/flakegate-evidence.yml".into());
     let r = c.run();
     assert!(!r.has("evidence_config_changed"), "{:#?}", r.reasons);
-    assert_eq!(r.verdict, Verdict::PassWithCaveat);
+    assert_eq!(r.verdict, Verdict::Pass, "{:#?}", r.reasons);
     assert!(
         r.notes.iter().any(|n| n.contains(".github/workflows/release.yml")),
         "{:?}",
@@ -741,4 +741,16 @@ fn only_the_evidence_workflow_distrusts_the_evidence_when_it_is_known() {
     assert!(r.reasons[0]
         .message
         .contains(".github/workflows/release.yml is the workflow that produced the evidence"));
+}
+
+#[test]
+fn files_the_trust_rules_judge_need_no_coverage() {
+    // A .coveragerc outside `.github/` and outside no_evidence_paths: the trust rule reports
+    // it, and it is not also a blind file asking for a test.
+    let mut c = Case::new(&[(10, "a")], coverage(&[(10, &[(STABLE, RUN)])], &[]));
+    let mut rc = file_change(&[(1, "[run]"), (2, "omit = src/app.py")]);
+    rc.path = ".coveragerc".into();
+    c.patch.files.push(rc);
+    let r = c.run();
+    assert_eq!(r.codes(), ["evidence_config_changed"], "{:#?}", r.reasons);
 }

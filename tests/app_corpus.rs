@@ -1,0 +1,179 @@
+//! The agent-proofing corpus (`tests/fixtures/corpus/`) through the App, end to end: for each
+//! entry, the fake GitHub holds the pull request (its real `git diff`), the ledger at the base
+//! and at the head (as the entry's commit leaves it), and a completed run of the evidence
+//! workflow whose artifact is the entry's evidence plus the base probe. The webhooks go through
+//! the real router, store and worker; the verdict and reason codes the App publishes must be the
+//! ones `flakegate check --base` gives (`tests/corpus.rs`) — the library and the App agree.
+
+mod support;
+
+use chrono::NaiveDate;
+use flakegate::store::RetryPolicy;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+use support::app_harness::*;
+use support::fake_repo::{ArtifactState, FakeRepo};
+
+const PR: u64 = 7;
+const RUN_ID: u64 = 4_200_001;
+
+struct Entry {
+    name: String,
+    dir: PathBuf,
+    case: Value,
+    base: String,
+    head: String,
+}
+
+fn entries() -> Vec<Entry> {
+    let mut out: Vec<Entry> = std::fs::read_dir(fixtures().join("corpus"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("case.json").is_file())
+        .map(|dir| {
+            let read = |rel: &str| -> Value {
+                serde_json::from_str(&std::fs::read_to_string(dir.join(rel)).unwrap()).unwrap()
+            };
+            let meta = read("evidence/meta.json");
+            Entry {
+                name: dir.file_name().unwrap().to_string_lossy().into_owned(),
+                case: read("case.json"),
+                base: meta["base_sha"].as_str().unwrap().to_owned(),
+                head: meta["head_sha"].as_str().unwrap().to_owned(),
+                dir,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+/// The head tree's ledger: the project's with the entry's patch applied (by git, to the
+/// project copied into a scratch dir), or `None` when the patch deletes it.
+fn head_ledger(e: &Entry) -> Option<Vec<u8>> {
+    let t = tempfile::tempdir().unwrap();
+    copy_dir(&fixtures().join("project"), t.path());
+    let out = Command::new("git")
+        .args(["apply", "--unsafe-paths"])
+        .arg(e.dir.join("diff.patch"))
+        .current_dir(t.path())
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}: git apply: {}",
+        e.name,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read(t.path().join(LEDGER_PATH)).ok()
+}
+
+fn evidence_zip(dir: &Path) -> Vec<u8> {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&dir.join("evidence"), tmp.path());
+    copy_dir(&fixtures().join("probe/reportlog"), &tmp.path().join("probe"));
+    FakeRepo::zip_dir(tmp.path())
+}
+
+/// The evidence record: the check run's `text` holds it in a fenced json block.
+fn json_block(text: &str) -> Value {
+    let Some(start) = text.find("```json\n").map(|i| i + "```json\n".len()) else {
+        return Value::Null;
+    };
+    let end = text[start..].find("\n```").map_or(text.len(), |i| start + i);
+    serde_json::from_str(&text[start..end]).unwrap_or(Value::Null)
+}
+
+fn codes(record: &Value) -> Vec<String> {
+    record["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["code"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_corpus_entry_gets_its_verdict_from_the_app() {
+    let mut wrong = Vec::new();
+    let all = entries();
+    assert!(all.len() >= 16, "corpus: {} entries", all.len());
+    for e in &all {
+        let app = App::start(RetryPolicy::default()).await;
+        // The App's clock says the entry's `today` (the harness starts at 2026-11-20 12:00 UTC).
+        let today = NaiveDate::parse_from_str(e.case["today"].as_str().unwrap(), "%Y-%m-%d").unwrap();
+        let start = NaiveDate::from_ymd_opt(2026, 11, 20).unwrap();
+        app.advance(Duration::from_secs(86_400 * (today - start).num_days() as u64));
+        let repo = FakeRepo::mount(&app.fake, OWNER, NAME).await;
+        repo.put_file(&e.base, LEDGER_PATH, &base_ledger());
+        if let Some(l) = head_ledger(e) {
+            repo.put_file(&e.head, LEDGER_PATH, &l);
+        }
+        let diff = std::fs::read_to_string(e.dir.join("diff.patch")).unwrap();
+        repo.add_pull(PR, &e.base, &e.head, &diff);
+        repo.add_workflow_run(
+            RUN_ID,
+            &e.head,
+            WORKFLOW,
+            ARTIFACT,
+            ArtifactState::Zip(evidence_zip(&e.dir)),
+        );
+
+        app.deliver("pull_request", &pull_request_event("opened", PR, &e.base, &e.head))
+            .await;
+        app.deliver(
+            "workflow_run",
+            &workflow_run_completed(RUN_ID, &e.head, WORKFLOW, &[(PR, e.base.as_str())]),
+        )
+        .await;
+        app.worker.run_until_idle().await.unwrap();
+
+        let runs = repo.check_runs();
+        assert_eq!(runs.len(), 1, "{}: {runs:#?}", e.name);
+        let run = &runs[0];
+        let want_verdict = e.case["expected_verdict"].as_str().unwrap();
+        let want_codes: Vec<String> = serde_json::from_value(e.case["expected_codes"].clone()).unwrap();
+        let want_conclusion = match want_verdict {
+            "PASS" | "PASS_WITH_CAVEAT" => "success",
+            _ => "failure",
+        };
+        let record = json_block(run.text.as_deref().unwrap_or(""));
+        let got_codes = if record.is_null() { vec![] } else { codes(&record) };
+        let title = run.title.clone().unwrap_or_default();
+        if run.status != "completed"
+            || run.conclusion.as_deref() != Some(want_conclusion)
+            || !title.starts_with(want_verdict)
+            || record["verdict"] != want_verdict
+            || got_codes != want_codes
+        {
+            wrong.push(format!(
+                "{}: {} {:?} \"{title}\" codes {got_codes:?}; want {want_conclusion} {want_verdict} {want_codes:?}",
+                e.name, run.status, run.conclusion
+            ));
+        }
+        // The comment: none for an honest patch (nothing to ask of anyone); for an adversarial
+        // one, a single comment that names the verdict and what the patch did to its evidence.
+        let comments = repo.comments(PR);
+        if e.name.starts_with("honest_") {
+            assert!(comments.is_empty(), "{}: {comments:#?}", e.name);
+        } else {
+            assert_eq!(comments.len(), 1, "{}: {comments:#?}", e.name);
+            let body = &comments[0].body;
+            assert!(body.contains(want_verdict), "{}: {body}", e.name);
+            let patch_code = want_codes
+                .iter()
+                .find(|c| !["expired", "uncovered", "blind_lines", "some_frozen", "frozen_only"].contains(&c.as_str()))
+                .unwrap_or_else(|| panic!("{}: no patch reason expected", e.name));
+            assert!(body.contains(&format!("`{patch_code}`")), "{}: {body}", e.name);
+        }
+        app.fake.verify().await;
+    }
+    assert!(
+        wrong.is_empty(),
+        "the App disagrees with the corpus:\n{}",
+        wrong.join("\n")
+    );
+}
