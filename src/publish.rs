@@ -566,7 +566,11 @@ mod tests {
 
     /// Run the real gate on a committed fixture case, as `tests/check.rs` does.
     fn case_with(name: &str, config: &Config) -> Report {
-        let dir = fixtures().join("cases").join(name);
+        report_of(&fixtures().join("cases").join(name), config)
+    }
+
+    /// The gate on a fixture directory (a case, or an entry of the agent-proofing corpus).
+    fn report_of(dir: &std::path::Path, config: &Config) -> Report {
         let meta: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join("case.json")).unwrap()).unwrap();
         let today = chrono::NaiveDate::parse_from_str(meta["today"].as_str().unwrap(), "%Y-%m-%d").unwrap();
@@ -849,6 +853,30 @@ mod tests {
             assert!(body.starts_with(COMMENT_MARKER), "{name}");
             snapshot_comment(&format!("comment_{name}"), &body);
         }
+    }
+
+    /// A patch that weakens its tests or changes what produced its evidence gets a comment even
+    /// when no owner is blind: the agent author must undo it, or a reviewer accept it.
+    #[test]
+    fn the_comment_names_what_the_patch_did_to_its_own_evidence() {
+        for name in ["adv_sleep", "adv_workflow_edited"] {
+            let r = report_of(&fixtures().join("corpus").join(name), &Config::default());
+            assert!(r.blind_owners.is_empty(), "{name}");
+            let body = comment_body(&r, &Config::default(), None).expect(name);
+            snapshot_comment(&format!("comment_{name}"), &body);
+        }
+        let body = comment_body(
+            &report_of(&fixtures().join("corpus/adv_sleep"), &Config::default()),
+            &Config::default(),
+            None,
+        )
+        .unwrap();
+        assert!(body.contains("`weakened_test` at `tests/test_pricing.py:13`"), "{body}");
+        assert!(body.contains("does not block merge"), "{body}");
+        // An honest patch: nothing to say, no comment.
+        let r = report_of(&fixtures().join("corpus/honest_bug_fix"), &Config::default());
+        assert_eq!(r.verdict, Verdict::Pass);
+        assert!(comment_body(&r, &Config::default(), None).is_none());
     }
 
     #[test]

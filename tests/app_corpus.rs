@@ -177,3 +177,45 @@ async fn every_corpus_entry_gets_its_verdict_from_the_app() {
         wrong.join("\n")
     );
 }
+
+/// Evidence that is not about the head under review: the App names the workflow the
+/// `workflow_run` payload says produced it (here not the one `meta.json` claims).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn evidence_for_another_commit_names_the_workflow_from_the_payload() {
+    let all = entries();
+    let e = all.iter().find(|e| e.name == "honest_refactor").unwrap();
+    let app = App::start(RetryPolicy::default()).await;
+    let repo = FakeRepo::mount(&app.fake, OWNER, NAME).await;
+    let head = "0123456789abcdef0123456789abcdef01234567";
+    repo.put_file(&e.base, LEDGER_PATH, &base_ledger());
+    repo.put_file(head, LEDGER_PATH, &base_ledger());
+    let diff = std::fs::read_to_string(e.dir.join("diff.patch")).unwrap();
+    repo.add_pull(PR, &e.base, head, &diff);
+    let workflow = ".github/workflows/ci.yml";
+    repo.add_workflow_run(
+        RUN_ID,
+        head,
+        workflow,
+        ARTIFACT,
+        ArtifactState::Zip(evidence_zip(&e.dir)),
+    );
+    app.deliver(
+        "workflow_run",
+        &workflow_run_completed(RUN_ID, head, workflow, &[(PR, e.base.as_str())]),
+    )
+    .await;
+    app.worker.run_until_idle().await.unwrap();
+    let runs = repo.check_runs();
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    assert_eq!(runs[0].conclusion.as_deref(), Some("failure"));
+    let record = json_block(runs[0].text.as_deref().unwrap());
+    assert_eq!(record["verdict"], "INCONCLUSIVE", "{:#}", record["reasons"]);
+    assert_eq!(codes(&record)[0], "evidence_mismatch", "{:#}", record["reasons"]);
+    let m = record["reasons"][0]["message"].as_str().unwrap();
+    assert!(m.contains(&e.head) && m.contains(head), "{m}");
+    assert!(m.contains(workflow), "the workflow from the payload: {m}");
+    let comments = repo.comments(PR);
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    assert!(comments[0].body.contains("`evidence_mismatch`"), "{}", comments[0].body);
+    app.fake.verify().await;
+}

@@ -278,3 +278,78 @@ fn ledger_tricks_are_reported_entry_by_entry() {
         v["blind_owners"]
     );
 }
+
+/// `policy.signals` decides what a caveat signal does: each caveat entry becomes INCONCLUSIVE
+/// when its signal is set to `inconclusive`, and PASS (with a note) when every signal it raises
+/// is `off`. Trust rules are not signals: no policy makes them pass.
+#[test]
+fn policy_signals_escalate_or_silence_the_caveats() {
+    for e in entries()
+        .into_iter()
+        .filter(|e| e.case["expected_verdict"] == "PASS_WITH_CAVEAT")
+    {
+        let want: Vec<String> = serde_json::from_value(e.case["expected_codes"].clone()).unwrap();
+        for (value, verdict) in [("inconclusive", "INCONCLUSIVE"), ("off", "PASS")] {
+            let (t, base, _) = replay(&e);
+            let signals: String = want.iter().map(|c| format!("    {c}: {value}\n")).collect();
+            let config = t.path().join("policy.yml");
+            std::fs::write(&config, format!("policy:\n  signals:\n{signals}")).unwrap();
+            let out = Command::new(env!("CARGO_BIN_EXE_flakegate"))
+                .args(["check", "--format", "json", "--base", &base])
+                .arg("--today")
+                .arg(e.case["today"].as_str().unwrap())
+                .arg("--config")
+                .arg(&config)
+                .arg(e.dir.join("evidence"))
+                .arg("--probe")
+                .arg(root().join("tests/fixtures/probe/reportlog"))
+                .current_dir(t.path())
+                .output()
+                .unwrap();
+            let v: Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|err| panic!("{}: {err}: {}", e.name, String::from_utf8_lossy(&out.stderr)));
+            assert_eq!(v["verdict"], verdict, "{} with {value}: {:#}", e.name, v["reasons"]);
+            if value == "off" {
+                let notes = v["notes"].as_array().unwrap();
+                for c in &want {
+                    assert!(
+                        notes
+                            .iter()
+                            .any(|n| n.as_str().unwrap().contains(&format!("policy.signals.{c} is off"))),
+                        "{}: no note for {c}: {notes:#?}",
+                        e.name
+                    );
+                }
+            } else {
+                assert!(
+                    v["reasons"][0]["escalated"] == true,
+                    "{}: {:#}",
+                    e.name,
+                    v["reasons"][0]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_trust_rule_is_not_a_signal_policy_can_turn_off() {
+    let all = entries();
+    let e = all.iter().find(|e| e.name == "adv_workflow_edited").unwrap();
+    let (t, base, _) = replay(e);
+    let config = t.path().join("policy.yml");
+    std::fs::write(&config, "policy:\n  signals:\n    evidence_config_changed: off\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_flakegate"))
+        .args(["check", "--format", "json", "--base", &base, "--config"])
+        .arg(&config)
+        .arg(e.dir.join("evidence"))
+        .current_dir(t.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("evidence_config_changed") && err.contains("policy.yml"),
+        "{err}"
+    );
+}
