@@ -353,3 +353,35 @@ fn a_trust_rule_is_not_a_signal_policy_can_turn_off() {
         "{err}"
     );
 }
+
+/// README's agent-proofing table states the corpus's outcomes: it must not drift from them.
+#[test]
+fn the_readme_table_says_what_the_corpus_expects() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let section = readme
+        .split("## Agent-proofing")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("README has an Agent-proofing section");
+    let mut documented: Vec<(String, String)> = section
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| the patch") && !l.starts_with("| ---"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split(" | ").collect();
+            (cells[1].to_owned(), cells[2].trim_end_matches(" |").replace('`', ""))
+        })
+        .collect();
+    let mut expected: Vec<(String, String)> = entries()
+        .iter()
+        .map(|e| {
+            let codes: Vec<String> = serde_json::from_value(e.case["expected_codes"].clone()).unwrap();
+            (
+                e.case["expected_verdict"].as_str().unwrap().to_owned(),
+                codes.join(", "),
+            )
+        })
+        .collect();
+    documented.sort();
+    expected.sort();
+    assert_eq!(documented, expected);
+}

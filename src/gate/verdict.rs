@@ -294,18 +294,36 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
                 Outcome::XFailed => results_report.xfailed += 1,
                 Outcome::XPassed => results_report.xpassed += 1,
             }
-            if r.outcome.is_failure() {
+            // An expected failure is still a failure: a test that passed in every base probe run
+            // and xfails on head broke, whatever mark the patch put on it.
+            let base_runs = ev
+                .probe
+                .as_ref()
+                .and_then(|p| p.tests.get(test))
+                .filter(|c| c.runs > 0 && c.failures == 0)
+                .map(|c| c.runs);
+            let masked = r.outcome == Outcome::XFailed && base_runs.is_some();
+            if r.outcome.is_failure() || masked {
                 let status = classify(test);
                 let counts = status.is_stable();
                 if counts {
                     failing_stable.push(test.clone());
                     locs.push(Location::file(r.source.clone()));
                 }
+                let message = if masked {
+                    Some(format!(
+                        "xfailed on head, but passed in all {} base probe runs: an expected failure is still a failure{}",
+                        base_runs.unwrap_or(0),
+                        r.message.as_ref().map(|m| format!(" ({m})")).unwrap_or_default()
+                    ))
+                } else {
+                    r.message.clone()
+                };
                 results_report.failures.push(HeadFailure {
                     test: test.to_string(),
                     outcome: Some(r.outcome),
                     status: Some(status),
-                    message: r.message.clone(),
+                    message,
                     source: r.source.clone(),
                     counts,
                 });

@@ -754,3 +754,26 @@ fn files_the_trust_rules_judge_need_no_coverage() {
     let r = c.run();
     assert_eq!(r.codes(), ["evidence_config_changed"], "{:#?}", r.reasons);
 }
+
+#[test]
+fn an_xfail_on_head_of_a_test_that_always_passed_on_base_is_a_failure() {
+    let mut c = Case::new(&[(10, "a")], coverage(&[(10, &[(STABLE, RUN)])], &[]));
+    c.results = Some(results(&[(STABLE, Outcome::XFailed), (FROZEN, Outcome::XFailed)]));
+    let r = c.run();
+    assert_eq!(r.verdict, Verdict::Fail, "{:#?}", r.reasons);
+    assert_eq!(r.reasons[0].tests, vec![TestId::new(STABLE)]);
+    let f = r.results.failures.iter().find(|f| f.test == STABLE).unwrap();
+    assert!(f.counts);
+    assert!(
+        f.message
+            .as_deref()
+            .unwrap()
+            .contains("passed in all 5 base probe runs"),
+        "{f:?}"
+    );
+    // The frozen test's xfail does not count (frozen), and neither does an xfail of a test the
+    // probe never saw pass (it xfails on base too, or was not probed).
+    assert!(!r.results.failures.iter().any(|f| f.test == FROZEN && f.counts));
+    c.probe = Some(probe(5, &[(FLAKY, 2)]));
+    assert_eq!(c.run().verdict, Verdict::Pass, "{:#?}", c.run().reasons);
+}
