@@ -269,7 +269,7 @@ fn runs(f: &FileReport, lines: &[u32]) -> Vec<(u32, u32, WitnessKey)> {
 /// deletions; within a class in file order, then by line.
 pub fn annotations(report: &Report) -> Vec<Annotation> {
     let blocks = report.verdict.blocks();
-    let mut out = Vec::new();
+    let (mut out, caveats) = patch_reason_annotations(report);
     for f in &report.files {
         for (start, end, key) in runs(f, &f.frozen_only_lines) {
             out.push(Annotation {
@@ -365,7 +365,60 @@ pub fn annotations(report: &Report) -> Vec<Annotation> {
             });
         }
     }
+    out.extend(caveats);
     out
+}
+
+/// Annotations at the places a trust rule or weakening signal names (a weakened assert, an
+/// edited workflow, a self-witnessed line): the blocking ones, which lead the list, and the
+/// caveats, which close it. Only places in files the patch leaves in the head tree can be
+/// annotated; the rest (a deleted test file, the evidence's own meta.json) are in the summary.
+fn patch_reason_annotations(report: &Report) -> (Vec<Annotation>, Vec<Annotation>) {
+    let annotatable: BTreeSet<&str> = report
+        .files
+        .iter()
+        .filter(|f| f.status != crate::gate::diff::FileStatus::Deleted)
+        .map(|f| f.path.as_str())
+        .collect();
+    let (mut blocking, mut caveats) = (Vec::new(), Vec::new());
+    for r in report.reasons.iter().filter(|r| is_patch_reason(r.code)) {
+        let mut seen = BTreeSet::new();
+        for l in &r.locations {
+            if !annotatable.contains(l.file.as_str()) {
+                continue;
+            }
+            let line = l.line.unwrap_or(1).max(1) as u32;
+            if !seen.insert((l.file.clone(), line)) {
+                continue;
+            }
+            let a = Annotation {
+                path: l.file.clone(),
+                start_line: line,
+                end_line: line,
+                annotation_level: if r.verdict.blocks() {
+                    AnnotationLevel::Failure
+                } else {
+                    AnnotationLevel::Warning
+                },
+                title: format!(
+                    "{}: {}",
+                    r.code.as_str(),
+                    if l.line.is_some() {
+                        format!("line {line}")
+                    } else {
+                        "file".into()
+                    }
+                ),
+                message: r.message.clone(),
+            };
+            if r.verdict.blocks() {
+                blocking.push(a);
+            } else {
+                caveats.push(a);
+            }
+        }
+    }
+    (blocking, caveats)
 }
 
 fn capitalise(s: &str) -> String {
@@ -853,6 +906,30 @@ mod tests {
             assert!(body.starts_with(COMMENT_MARKER), "{name}");
             snapshot_comment(&format!("comment_{name}"), &body);
         }
+    }
+
+    #[test]
+    fn what_the_patch_did_to_its_evidence_is_annotated_where_it_did_it() {
+        let r = report_of(&fixtures().join("corpus/adv_sleep"), &Config::default());
+        let a = annotations(&r);
+        let w = a
+            .iter()
+            .find(|a| a.title.starts_with("weakened_test"))
+            .expect("annotated");
+        assert_eq!((w.path.as_str(), w.start_line), ("tests/test_pricing.py", 13));
+        assert_eq!(w.annotation_level, AnnotationLevel::Warning);
+        assert!(w.message.contains("time.sleep"), "{}", w.message);
+
+        // Blocking: first, as a failure.
+        let r = report_of(&fixtures().join("corpus/adv_workflow_edited"), &Config::default());
+        let a = annotations(&r);
+        assert_eq!(a[0].path, ".github/workflows/flakegate-evidence.yml");
+        assert_eq!(a[0].annotation_level, AnnotationLevel::Failure);
+        assert!(a[0].title.starts_with("evidence_config_changed"), "{}", a[0].title);
+
+        // A deleted test file has no head-side place to annotate.
+        let r = report_of(&fixtures().join("corpus/adv_test_file_deleted"), &Config::default());
+        assert!(annotations(&r).iter().all(|a| a.path != "tests/test_util.py"));
     }
 
     /// A patch that weakens its tests or changes what produced its evidence gets a comment even

@@ -154,6 +154,16 @@ async fn every_corpus_entry_gets_its_verdict_from_the_app() {
                 e.name, run.status, run.conclusion
             ));
         }
+        // Where the patch weakened a test, the check run annotates the line.
+        if e.name == "adv_sleep" {
+            assert!(
+                run.annotations
+                    .iter()
+                    .any(|a| a["path"] == "tests/test_pricing.py" && a["start_line"] == 13),
+                "{:#?}",
+                run.annotations
+            );
+        }
         // The comment: none for an honest patch (nothing to ask of anyone); for an adversarial
         // one, a single comment that names the verdict and what the patch did to its evidence.
         let comments = repo.comments(PR);
