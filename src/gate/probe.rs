@@ -67,6 +67,16 @@ impl Probe {
     }
 }
 
+/// A rate as a percentage, rounded up to a tenth (never claims more than K runs show): 0.28045 → "28.1 %".
+pub fn pct(r: f64) -> String {
+    let tenths = (r * 1000.0 - 1e-6).ceil();
+    if tenths % 10.0 == 0.0 {
+        format!("{:.0} %", tenths / 10.0)
+    } else {
+        format!("{:.1} %", tenths / 10.0)
+    }
+}
+
 /// Chance that K runs of a test failing with rate p show both outcomes:
 /// 1 − p^K − (1 − p)^K.
 pub fn detection_chance(p: f64, k: u32) -> f64 {

@@ -1185,9 +1185,9 @@ fn probe_report(p: &Probe, union: &BTreeMap<TestId, WitnessStatus>) -> ProbeRepo
     let power = match rate {
         // Rounded up, so the sentence never claims more than K runs show.
         Some(r) => format!(
-            "a test passing all {} runs is not shown unstable at p ≥ {:.1} % (90 % chance to see both outcomes); lower failure rates can hide",
+            "a test passing all {} runs is not shown unstable at p ≥ {} (90 % chance to see both outcomes); lower failure rates can hide",
             p.k,
-            (r * 1000.0).ceil() / 10.0
+            probe::pct(r)
         ),
         None => format!("{} runs cannot reveal any failure rate with 90 % chance; raise K", p.k),
     };

@@ -221,15 +221,7 @@ pub fn power_of(k: u32) -> Power {
     }
 }
 
-/// A rate as a percentage, rounded up to a tenth (never claims more than K runs show): 0.28045 → "28.1 %".
-pub fn pct(r: f64) -> String {
-    let tenths = (r * 1000.0 - 1e-6).ceil();
-    if tenths % 10.0 == 0.0 {
-        format!("{:.0} %", tenths / 10.0)
-    } else {
-        format!("{:.1} %", tenths / 10.0)
-    }
-}
+pub use crate::gate::probe::pct;
 
 struct Classified<'a> {
     status: &'static str,
