@@ -13,6 +13,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+#[path = "support/tree.rs"]
+mod tree;
+use tree::copy_dir;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -36,23 +40,6 @@ fn python() -> &'static Path {
         assert!(path.is_file(), "ensure-venv.sh printed {path:?}, which is not a file");
         path
     })
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let name = e.file_name();
-        if name == "__pycache__" || name == ".pytest_cache" {
-            continue;
-        }
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(&name));
-        } else {
-            std::fs::copy(&p, to.join(&name)).unwrap();
-        }
-    }
 }
 
 /// A scratch copy of a fixture project (runs never share a working tree).

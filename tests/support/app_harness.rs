@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use super::fake_github::FakeGithub;
 use super::fake_repo::{ArtifactState, FakeRepo};
+pub use super::tree::copy_dir;
 
 pub const SECRET: &str = "app-test-webhook-secret";
 pub const OWNER: &str = "octo-org";
@@ -183,19 +184,6 @@ impl Case {
 /// `tests/fixtures/project/.github/flake-ledger.json`.
 pub fn base_ledger() -> Vec<u8> {
     std::fs::read(fixtures().join("project/.github/flake-ledger.json")).unwrap()
-}
-
-pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
 }
 
 /// Put `case` on `repo` as pull request `pr`: its ledger at the base, the pull request (diff), and

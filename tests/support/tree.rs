@@ -1,0 +1,23 @@
+//! File-tree helpers shared by the test binaries (no network, no fake GitHub: binaries that
+//! need only these include this file alone with `#[path = "support/tree.rs"] mod tree;`).
+
+use std::path::Path;
+
+/// Copy `from` into `to` recursively, leaving out Python's caches (a fixture tree must be
+/// committed exactly as regen.sh committed it).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name();
+        if name == "__pycache__" || name == ".pytest_cache" {
+            continue;
+        }
+        let target = to.join(&name);
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
