@@ -1123,37 +1123,10 @@ pub(crate) mod weakening_tests {
         crate::gate::diff::parse_unified("test.diff", diff).unwrap()
     }
 
-    /// `git diff` of the fixture project: `discount()` changed, and a new test
-    /// added next to the existing, unmodified `test_discount`.
-    pub(crate) const NEW_TEST_BESIDE_AN_OLD_ONE: &str = r#"diff --git a/src/shop/pricing.py b/src/shop/pricing.py
-index 4a7c8fb..89a0e28 100644
---- a/src/shop/pricing.py
-+++ b/src/shop/pricing.py
-@@ -25,7 +25,7 @@ def discount(amount, code):
-         return round_cents(amount / 2)
-     if code == "TENOFF":
-         return round_cents(clamp(amount - 10, 0, amount))
--    return amount
-+    return round_cents(amount)
- 
- 
- def bulk_discount(quantity):
-diff --git a/tests/test_pricing.py b/tests/test_pricing.py
-index a066abc..9a2de7e 100644
---- a/tests/test_pricing.py
-+++ b/tests/test_pricing.py
-@@ -23,6 +23,10 @@ def test_discount(amount, code, expected):
-     assert discount(amount, code) == expected
- 
- 
-+def test_discount_unknown_code_rounds():
-+    assert discount(10.005, "NOPE") == 10.01
-+
-+
- @pytest.mark.parametrize("quantity, expected", [(10, 0.1), (100, 5.0)])
- def test_bulk_discount(quantity, expected):
-     assert bulk_discount(quantity) == expected
-"#;
+    /// The real `git diff` of the corpus's honest bug fix: `discount()` changed, and a new
+    /// test added next to the existing, unmodified `test_discount`.
+    pub(crate) const NEW_TEST_BESIDE_AN_OLD_ONE: &str =
+        include_str!("../../tests/fixtures/corpus/honest_bug_fix/diff.patch");
 
     /// `git diff`: one case of `test_discount`'s parametrize list changed.
     pub(crate) const PARAM_CASE_CHANGED: &str = r#"diff --git a/src/shop/pricing.py b/src/shop/pricing.py
@@ -1348,9 +1321,10 @@ index a066abc..6b4fbb3 100644
         // A new test that asserts is fine, also with a tolerance of its own.
         assert!(whats_of(NEW_TEST_BESIDE_AN_OLD_ONE).is_empty());
         let approx_new = NEW_TEST_BESIDE_AN_OLD_ONE.replace(
-            "+    assert discount(10.005, \"NOPE\") == 10.01",
-            "+    assert discount(10.005, \"NOPE\") == pytest.approx(10.01, abs=0.001)",
+            "+    assert discount(19.999, \"NOPE\") == 20.0",
+            "+    assert discount(19.999, \"NOPE\") == pytest.approx(20.0, abs=0.001)",
         );
+        assert_ne!(approx_new, NEW_TEST_BESIDE_AN_OLD_ONE, "the edit applies to the fixture diff");
         assert!(whats_of(&approx_new).is_empty(), "{:?}", whats_of(&approx_new));
         // Other ways to check: mock asserts, unittest, pytest helpers, a body on the def line.
         for body in [
