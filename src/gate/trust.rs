@@ -1324,7 +1324,10 @@ index a066abc..6b4fbb3 100644
             "+    assert discount(19.999, \"NOPE\") == 20.0",
             "+    assert discount(19.999, \"NOPE\") == pytest.approx(20.0, abs=0.001)",
         );
-        assert_ne!(approx_new, NEW_TEST_BESIDE_AN_OLD_ONE, "the edit applies to the fixture diff");
+        assert_ne!(
+            approx_new, NEW_TEST_BESIDE_AN_OLD_ONE,
+            "the edit applies to the fixture diff"
+        );
         assert!(whats_of(&approx_new).is_empty(), "{:?}", whats_of(&approx_new));
         // Other ways to check: mock asserts, unittest, pytest helpers, a body on the def line.
         for body in [
