@@ -4,9 +4,7 @@
 //! sticky pull-request comment. The GitHub client only sends these.
 
 use crate::gate::config::{is_handle, CaveatConclusion, Config};
-use crate::gate::report::{
-    FileEvidence, FileReport, LineClass, LineWitness, ReasonCode, Report, Verdict, WitnessStatus,
-};
+use crate::gate::report::{FileEvidence, FileReport, LineClass, LineWitness, Report, Verdict, WitnessStatus};
 use crate::gate::verdict::handle_for;
 use crate::render::{self, GITHUB_TEXT_LIMIT};
 use serde::Serialize;
@@ -381,7 +379,7 @@ fn patch_reason_annotations(report: &Report) -> (Vec<Annotation>, Vec<Annotation
         .map(|f| f.path.as_str())
         .collect();
     let (mut blocking, mut caveats) = (Vec::new(), Vec::new());
-    for r in report.reasons.iter().filter(|r| is_patch_reason(r.code)) {
+    for r in report.reasons.iter().filter(|r| r.code.is_about_the_patchs_evidence()) {
         let mut seen = BTreeSet::new();
         for l in &r.locations {
             if !annotatable.contains(l.file.as_str()) {
@@ -443,16 +441,6 @@ fn todo(action: &str) -> String {
         "add-test" => "add-test: add a stable test that executes the named lines".into(),
         other => other.to_string(),
     }
-}
-
-/// Reasons about what the patch did to the evidence that judges it (DESIGN.md, "Trust"),
-/// named in the comment as well as in the check run.
-fn is_patch_reason(code: ReasonCode) -> bool {
-    use crate::gate::report::ReasonCode::*;
-    matches!(
-        code,
-        EvidenceConfigChanged | EvidenceMismatch | SelfFreeze | LedgerEdited | WeakenedTest | SelfWitness
-    )
 }
 
 #[derive(Serialize)]
@@ -552,7 +540,7 @@ pub fn comment_body(report: &Report, config: &Config, previous: Option<&str>) ->
     let patch_reasons: Vec<PatchReasonCtx> = report
         .reasons
         .iter()
-        .filter(|r| is_patch_reason(r.code))
+        .filter(|r| r.code.is_about_the_patchs_evidence())
         .map(|r| PatchReasonCtx {
             code: r.code.as_str().to_string(),
             blocks: r.verdict.blocks(),

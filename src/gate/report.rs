@@ -88,6 +88,17 @@ pub enum ReasonCode {
 }
 
 impl ReasonCode {
+    /// Reasons about what the patch did to the evidence that judges it (DESIGN.md, "Trust"):
+    /// the trust rules and the weakening signals. The App names them in the pull-request
+    /// comment and annotates their places, besides the check run's summary.
+    pub fn is_about_the_patchs_evidence(self) -> bool {
+        use ReasonCode::*;
+        matches!(
+            self,
+            EvidenceConfigChanged | EvidenceMismatch | SelfFreeze | LedgerEdited | WeakenedTest | SelfWitness
+        )
+    }
+
     pub fn verdict(self) -> Verdict {
         use ReasonCode::*;
         match self {
