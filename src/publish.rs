@@ -1,93 +1,26 @@
-//! What the App publishes for one evaluation, computed without any I/O: the
-//! check run's output (conclusion, title, summary, text with the evidence
-//! record, annotations on blind lines, action buttons) and the body of the one
-//! sticky pull-request comment. The GitHub client only sends these.
+//! What the App publishes, computed without any I/O: the check run's fields
+//! (queued while evidence is awaited; completed with conclusion, title, summary,
+//! text with the evidence record, annotations on blind lines and action buttons;
+//! INCONCLUSIVE when no verdict could be reached) and the body of the one sticky
+//! pull-request comment. The GitHub client only sends these.
 
 use crate::gate::config::{is_handle, CaveatConclusion, Config};
 use crate::gate::report::{FileEvidence, FileReport, LineClass, LineWitness, Report, Verdict, WitnessStatus};
 use crate::gate::verdict::handle_for;
-use crate::render::{self, GITHUB_TEXT_LIMIT};
+use crate::github::event::RequestedAction;
+use crate::github::{
+    Annotation, AnnotationLevel, CheckAction, CheckOutput, CheckRunFields, CheckStatus, Conclusion, OUTPUT_MAX_CHARS,
+    TITLE_LIMIT,
+};
+use crate::render;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The hidden marker the sticky comment starts with; the App finds its comment by it.
 pub const COMMENT_MARKER: &str = "<!-- flakegate:comment -->";
 
-/// Longest check-run title we send, in characters.
-pub const TITLE_LIMIT: usize = 200;
-/// GitHub's limits on an action button.
-pub const ACTION_LABEL_LIMIT: usize = 20;
-pub const ACTION_DESCRIPTION_LIMIT: usize = 40;
-pub const ACTION_IDENTIFIER_LIMIT: usize = 20;
-pub const MAX_ACTIONS: usize = 3;
-/// GitHub accepts at most this many annotations per request; the client batches.
-pub const ANNOTATIONS_PER_REQUEST: usize = 50;
 /// Witnesses named in one annotation's message before "and N more".
 const WITNESSES_NAMED: usize = 10;
-
-/// Identifier of the "Re-run evidence" button (`check_run` `requested_action`).
-pub const ACTION_RERUN: &str = "rerun";
-/// Identifier of the "Re-evaluate" button.
-pub const ACTION_REEVALUATE: &str = "reevaluate";
-
-/// The check run's conclusion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Conclusion {
-    Success,
-    Neutral,
-    Failure,
-}
-
-impl Conclusion {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Conclusion::Success => "success",
-            Conclusion::Neutral => "neutral",
-            Conclusion::Failure => "failure",
-        }
-    }
-}
-
-/// An annotation's level, as GitHub spells it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AnnotationLevel {
-    Notice,
-    Warning,
-    Failure,
-}
-
-/// One check-run annotation (GitHub's `output.annotations[]`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Annotation {
-    pub path: String,
-    pub start_line: u32,
-    pub end_line: u32,
-    pub annotation_level: AnnotationLevel,
-    pub title: String,
-    pub message: String,
-}
-
-/// One check-run action button (GitHub's `actions[]`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Action {
-    pub label: String,
-    pub description: String,
-    pub identifier: String,
-}
-
-/// Everything the check run shows.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CheckOutput {
-    pub title: String,
-    pub summary: String,
-    pub text: String,
-    pub conclusion: Conclusion,
-    /// Every annotation, most important first; send them in batches of [`ANNOTATIONS_PER_REQUEST`].
-    pub annotations: Vec<Annotation>,
-    pub actions: Vec<Action>,
-}
 
 /// The check run's conclusion for a verdict: INCONCLUSIVE blocks exactly like FAIL.
 pub fn conclusion(verdict: Verdict, config: &Config) -> Conclusion {
@@ -102,8 +35,9 @@ pub fn conclusion(verdict: Verdict, config: &Config) -> Conclusion {
     }
 }
 
-/// Build the check run's output for a report.
-pub fn check_output(report: &Report, config: &Config) -> CheckOutput {
+/// The check run for a judged head: conclusion, title, summary, the evidence
+/// record as text, annotations (most important first) and the buttons.
+pub fn completed(report: &Report, config: &Config, head: &str) -> CheckRunFields {
     let summary = match render::markdown(report, "check-summary.md.j2", None) {
         Ok(s) => s,
         // The bundled template always renders; never publish nothing if it does not.
@@ -113,14 +47,60 @@ pub fn check_output(report: &Report, config: &Config) -> CheckOutput {
             first_message(report)
         ),
     };
-    CheckOutput {
+    let mut f = CheckRunFields::new(head, CheckStatus::Completed);
+    f.conclusion = Some(conclusion(report.verdict, config));
+    f.output = Some(CheckOutput {
         title: title(report),
-        summary: render::truncate(&summary, GITHUB_TEXT_LIMIT),
-        text: text(report, GITHUB_TEXT_LIMIT),
-        conclusion: conclusion(report.verdict, config),
+        summary: render::truncate(&summary, OUTPUT_MAX_CHARS),
+        text: Some(text(report, OUTPUT_MAX_CHARS)),
         annotations: annotations(report),
-        actions: actions(),
-    }
+    });
+    f.actions = actions();
+    f
+}
+
+/// The check run while the head waits for its evidence.
+pub fn queued(head: &str, config: &Config) -> CheckRunFields {
+    let artifact = &config.evidence.artifact;
+    let from = if config.evidence.workflows.is_empty() {
+        "a workflow run".to_owned()
+    } else {
+        format!("workflow {}", config.evidence.workflows.join(" or "))
+    };
+    let summary = format!(
+        "Waiting for the evidence artifact `{artifact}` from {from} on `{head}`.\n\n\
+         The evidence workflow (see `templates/workflows/flakegate-evidence.yml`) uploads it; the verdict follows \
+         when that run completes."
+    );
+    let mut f = CheckRunFields::new(head, CheckStatus::Queued);
+    f.output = Some(CheckOutput {
+        title: format!("waiting for evidence: artifact `{artifact}`"),
+        summary,
+        text: None,
+        annotations: Vec::new(),
+    });
+    f
+}
+
+/// INCONCLUSIVE because the evaluation could not be done: blocks (`failure`) and says why.
+pub fn inconclusive(head: &str, why: &str) -> CheckRunFields {
+    let why_line: String = why.lines().next().unwrap_or(why).chars().take(150).collect();
+    let summary = format!(
+        "## INCONCLUSIVE — no verdict could be reached\n\n{}\n\n\
+         flakegate never passes a change it could not judge. Fix the cause above, then use **Re-evaluate** or \
+         re-run the evidence workflow.\n",
+        why
+    );
+    let mut f = CheckRunFields::new(head, CheckStatus::Completed);
+    f.conclusion = Some(Conclusion::Failure);
+    f.output = Some(CheckOutput {
+        title: format!("INCONCLUSIVE: {why_line}"),
+        summary: render::truncate(&summary, OUTPUT_MAX_CHARS),
+        text: None,
+        annotations: Vec::new(),
+    });
+    f.actions = actions();
+    f
 }
 
 fn first_message(report: &Report) -> &str {
@@ -194,17 +174,17 @@ pub fn text(report: &Report, limit: usize) -> String {
 }
 
 /// The buttons on the check run.
-pub fn actions() -> Vec<Action> {
+fn actions() -> Vec<CheckAction> {
     vec![
-        Action {
+        CheckAction {
             label: "Re-run evidence".into(),
             description: "Re-run the evidence workflow".into(),
-            identifier: ACTION_RERUN.into(),
+            identifier: RequestedAction::Rerun.identifier().into(),
         },
-        Action {
+        CheckAction {
             label: "Re-evaluate".into(),
             description: "Judge the latest evidence again".into(),
-            identifier: ACTION_REEVALUATE.into(),
+            identifier: RequestedAction::Reevaluate.identifier().into(),
         },
     ]
 }
@@ -272,6 +252,7 @@ pub fn annotations(report: &Report) -> Vec<Annotation> {
         for (start, end, key) in runs(f, &f.frozen_only_lines) {
             out.push(Annotation {
                 path: f.path.clone(),
+                raw_details: None,
                 start_line: start,
                 end_line: end,
                 annotation_level: if blocks {
@@ -279,7 +260,7 @@ pub fn annotations(report: &Report) -> Vec<Annotation> {
                 } else {
                     AnnotationLevel::Warning
                 },
-                title: format!("Frozen-only: {}", span(start, end)),
+                title: Some(format!("Frozen-only: {}", span(start, end))),
                 message: format!(
                     "Only tests that are not evidence execute {}: {}. A green run of them says nothing about this change. Add a stable test that executes it, or have the owners fix the tests and remove their freeze.",
                     span(start, end),
@@ -292,10 +273,11 @@ pub fn annotations(report: &Report) -> Vec<Annotation> {
         for (start, end, _) in runs(f, &f.uncovered_lines) {
             out.push(Annotation {
                 path: f.path.clone(),
+                raw_details: None,
                 start_line: start,
                 end_line: end,
                 annotation_level: AnnotationLevel::Warning,
-                title: format!("Uncovered: {}", span(start, end)),
+                title: Some(format!("Uncovered: {}", span(start, end))),
                 message: format!(
                     "No test executes this line ({} changed by this patch). Add a test that exercises it.",
                     span(start, end)
@@ -312,10 +294,11 @@ pub fn annotations(report: &Report) -> Vec<Annotation> {
             };
             out.push(Annotation {
                 path: f.path.clone(),
+                raw_details: None,
                 start_line: start,
                 end_line: end,
                 annotation_level: AnnotationLevel::Warning,
-                title: format!("Excluded from coverage: {}", span(start, end)),
+                title: Some(format!("Excluded from coverage: {}", span(start, end))),
                 message: format!(
                     "{} is excluded from coverage measurement (for example `# pragma: no cover`), so no test can witness it{who}. Remove the exclusion and cover it with a test.",
                     capitalise(&span(start, end))
@@ -327,10 +310,11 @@ pub fn annotations(report: &Report) -> Vec<Annotation> {
         if f.evidence == FileEvidence::Blind {
             out.push(Annotation {
                 path: f.path.clone(),
+                raw_details: None,
                 start_line: 1,
                 end_line: 1,
                 annotation_level: AnnotationLevel::Warning,
-                title: "Blind file".into(),
+                title: Some("Blind file".into()),
                 message: format!(
                     "No test can witness this file's change: {}. Make it measurable (for example include it in coverage) or list it in `policy.no_evidence_paths` if it truly needs no evidence.",
                     f.blind_reason.as_deref().unwrap_or("no evidence can exist for it")
@@ -352,10 +336,11 @@ pub fn annotations(report: &Report) -> Vec<Annotation> {
             };
             out.push(Annotation {
                 path: f.path.clone(),
+                raw_details: None,
                 start_line: line,
                 end_line: line,
                 annotation_level: AnnotationLevel::Notice,
-                title: "Blind deletion".into(),
+                title: Some("Blind deletion".into()),
                 message: format!(
                     "Old lines {}-{old_end} were deleted here and {how}. Add a stable test that executes this code.",
                     d.old_start
@@ -391,6 +376,7 @@ fn patch_reason_annotations(report: &Report) -> (Vec<Annotation>, Vec<Annotation
             }
             let a = Annotation {
                 path: l.file.clone(),
+                raw_details: None,
                 start_line: line,
                 end_line: line,
                 annotation_level: if r.verdict.blocks() {
@@ -398,7 +384,7 @@ fn patch_reason_annotations(report: &Report) -> (Vec<Annotation>, Vec<Annotation
                 } else {
                     AnnotationLevel::Warning
                 },
-                title: format!(
+                title: Some(format!(
                     "{}: {}",
                     r.code.as_str(),
                     if l.line.is_some() {
@@ -406,7 +392,7 @@ fn patch_reason_annotations(report: &Report) -> (Vec<Annotation>, Vec<Annotation
                     } else {
                         "file".into()
                     }
-                ),
+                )),
                 message: r.message.clone(),
             };
             if r.verdict.blocks() {
@@ -584,7 +570,7 @@ pub fn comment_body(report: &Report, config: &Config, previous: Option<&str>) ->
         })
         .expect("the bundled comment template renders");
     let body = if body.ends_with('\n') { body } else { body + "\n" };
-    Some(render::truncate(&body, GITHUB_TEXT_LIMIT))
+    Some(render::truncate(&body, OUTPUT_MAX_CHARS))
 }
 
 /// Whether the comment must be edited: bodies differ beyond trailing whitespace.
@@ -596,9 +582,10 @@ pub fn comment_changed(old: &str, new: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::evidence::EvidenceSources;
     use crate::gate::report::{BlindOwner, DeletionReport, LineReport};
     use crate::gate::{GateInput, TestId};
-    use crate::load::EvidenceSources;
+    use crate::github::{ACTION_DESCRIPTION_LIMIT, ACTION_IDENTIFIER_LIMIT, ACTION_LABEL_LIMIT, MAX_ACTIONS};
     use std::path::PathBuf;
 
     fn fixtures() -> PathBuf {
@@ -616,7 +603,7 @@ mod tests {
             serde_json::from_str(&std::fs::read_to_string(dir.join("case.json")).unwrap()).unwrap();
         let today = chrono::NaiveDate::parse_from_str(meta["today"].as_str().unwrap(), "%Y-%m-%d").unwrap();
         let patch_bytes = std::fs::read(dir.join("diff.patch")).unwrap();
-        let patch = crate::cli::parse_patch("diff.patch", &patch_bytes).unwrap();
+        let patch = crate::evidence::assemble::parse_patch("diff.patch", &patch_bytes).unwrap();
         let own = dir.join("ledger.json");
         let ledger_path = if own.is_file() {
             own
@@ -634,7 +621,7 @@ mod tests {
             probe: Some(fixtures().join("probe/reportlog")),
             meta: None,
         };
-        let loaded = crate::load::load_evidence(&sources, &patch, ledger.as_ref().ok());
+        let loaded = crate::evidence::load_evidence(&sources, &patch, ledger.as_ref().ok());
         let input = GateInput {
             patch: &patch,
             ledger: &ledger,
@@ -647,6 +634,29 @@ mod tests {
             workflow: None,
         };
         crate::gate::evaluate(&input)
+    }
+
+    /// The completed check run's fields, as the tests read them.
+    struct Out {
+        title: String,
+        summary: String,
+        text: String,
+        conclusion: Conclusion,
+        annotations: Vec<Annotation>,
+        actions: Vec<CheckAction>,
+    }
+
+    fn check_output(report: &Report, config: &Config) -> Out {
+        let f = completed(report, config, "0123456789abcdef0123456789abcdef01234567");
+        let o = f.output.expect("a completed check run has output");
+        Out {
+            title: o.title,
+            summary: o.summary,
+            text: o.text.expect("and the record as text"),
+            conclusion: f.conclusion.expect("and a conclusion"),
+            annotations: o.annotations,
+            actions: f.actions,
+        }
     }
 
     fn case(name: &str) -> Report {
@@ -705,7 +715,13 @@ mod tests {
         let acts = actions();
         assert!(acts.len() <= MAX_ACTIONS);
         let ids: Vec<&str> = acts.iter().map(|a| a.identifier.as_str()).collect();
-        assert_eq!(ids, [ACTION_RERUN, ACTION_REEVALUATE]);
+        assert_eq!(
+            ids,
+            [
+                RequestedAction::Rerun.identifier(),
+                RequestedAction::Reevaluate.identifier()
+            ]
+        );
         for a in &acts {
             assert!(a.label.chars().count() <= ACTION_LABEL_LIMIT, "{a:?}");
             assert!(a.description.chars().count() <= ACTION_DESCRIPTION_LIMIT, "{a:?}");
@@ -776,11 +792,11 @@ mod tests {
     #[test]
     fn a_huge_report_is_cut_below_the_limit_and_stays_json() {
         let r = huge();
-        assert!(render::json(&r).len() > GITHUB_TEXT_LIMIT);
+        assert!(render::json(&r).len() > OUTPUT_MAX_CHARS);
         let out = check_output(&r, &Config::default());
-        assert!(out.summary.len() <= GITHUB_TEXT_LIMIT, "{}", out.summary.len());
+        assert!(out.summary.len() <= OUTPUT_MAX_CHARS, "{}", out.summary.len());
         assert!(out.summary.contains("cut here"));
-        assert!(out.text.len() <= GITHUB_TEXT_LIMIT, "{}", out.text.len());
+        assert!(out.text.len() <= OUTPUT_MAX_CHARS, "{}", out.text.len());
         assert!(out.text.contains("more than GitHub allows"));
         let compact = json_block(&out.text);
         assert_eq!(compact["verdict"], "INCONCLUSIVE");
@@ -795,8 +811,8 @@ mod tests {
         r.reasons = (0..200)
             .map(|i| crate::gate::Reason::new(crate::gate::ReasonCode::FrozenOnly, format!("{i} {}", "x".repeat(1000))))
             .collect();
-        let t = text(&r, GITHUB_TEXT_LIMIT);
-        assert!(t.len() <= GITHUB_TEXT_LIMIT);
+        let t = text(&r, OUTPUT_MAX_CHARS);
+        assert!(t.len() <= OUTPUT_MAX_CHARS);
         let compact = json_block(&t);
         assert!(compact["reasons_omitted"].as_u64().unwrap() > 0);
         assert!(!compact["reasons"].as_array().unwrap().is_empty());
@@ -852,7 +868,7 @@ mod tests {
         let got: Vec<(String, u32, u32, AnnotationLevel, String)> = annotations(&r)
             .into_iter()
             .map(|x| {
-                let kind = x.title.split(':').next().unwrap().to_string();
+                let kind = x.title.as_deref().unwrap().split(':').next().unwrap().to_string();
                 (x.path, x.start_line, x.end_line, x.annotation_level, kind)
             })
             .collect();
@@ -902,7 +918,7 @@ mod tests {
         let a = annotations(&r);
         let w = a
             .iter()
-            .find(|a| a.title.starts_with("weakened_test"))
+            .find(|a| a.title.as_deref().is_some_and(|t| t.starts_with("weakened_test")))
             .expect("annotated");
         assert_eq!((w.path.as_str(), w.start_line), ("tests/test_pricing.py", 13));
         assert_eq!(w.annotation_level, AnnotationLevel::Warning);
@@ -913,7 +929,8 @@ mod tests {
         let a = annotations(&r);
         assert_eq!(a[0].path, ".github/workflows/flakegate-evidence.yml");
         assert_eq!(a[0].annotation_level, AnnotationLevel::Failure);
-        assert!(a[0].title.starts_with("evidence_config_changed"), "{}", a[0].title);
+        let title = a[0].title.as_deref().unwrap();
+        assert!(title.starts_with("evidence_config_changed"), "{title}");
 
         // A deleted test file has no head-side place to annotate.
         let r = report_of(&fixtures().join("corpus/adv_test_file_deleted"), &Config::default());

@@ -10,9 +10,6 @@ use std::path::Path;
 pub const CHECK_SUMMARY: &str = include_str!("../templates/check-summary.md.j2");
 pub const COMMENT: &str = include_str!("../templates/comment.md.j2");
 
-/// GitHub's limit on a check run's `summary` and `text`, in characters.
-pub const GITHUB_TEXT_LIMIT: usize = 65_535;
-
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -270,8 +267,8 @@ mod tests {
     #[test]
     fn truncation_is_on_a_line_and_says_so() {
         let text = "é line\n".repeat(20_000);
-        let cut = truncate(&text, GITHUB_TEXT_LIMIT);
-        assert!(cut.len() <= GITHUB_TEXT_LIMIT);
+        let cut = truncate(&text, crate::github::OUTPUT_MAX_CHARS);
+        assert!(cut.len() <= crate::github::OUTPUT_MAX_CHARS);
         assert!(cut.contains("cut here"));
         assert_eq!(truncate("short", 100), "short");
     }

@@ -835,7 +835,7 @@ async fn two_pull_requests_sharing_a_head_get_one_check_run_and_a_comment_each()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_releases_the_job_in_hand_for_the_next_worker() {
-    use flakegate::server::Shutdown;
+    use flakegate::runtime::Shutdown;
     let (app, repo) = start().await;
     let c = case("some_frozen");
     stage_case(&repo, 3, &c, 1);

@@ -34,7 +34,7 @@ fn manifest_permissions_and_events() {
     assert_eq!(events, ["pull_request", "workflow_run", "check_run", "check_suite"]);
     for e in events {
         assert!(
-            flakegate::server::webhook::accepts(
+            flakegate::github::event::Event::accepts(
                 e,
                 Some(match e {
                     "pull_request" => "opened",

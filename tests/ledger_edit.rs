@@ -63,7 +63,7 @@ fn the_written_form_round_trips_byte_for_byte() {
     // layout and key order; only its entries are not sorted by test.
     let text = std::fs::read_to_string(example_ledger()).unwrap();
     let l = flakegate::gate::ledger::parse_ledger("l", &text, None).unwrap();
-    let canonical = flakegate::ledger_edit::render(&l.entries);
+    let canonical = flakegate::gate::Ledger::canonical_text(&l.entries);
     let sorted_lines = |t: &str| {
         let mut v: Vec<String> = t.lines().map(|l| l.trim_end_matches(',').to_string()).collect();
         v.sort();
@@ -74,9 +74,9 @@ fn the_written_form_round_trips_byte_for_byte() {
     let mut entries = flakegate::gate::ledger::parse_ledger("l", &canonical, None)
         .unwrap()
         .entries;
-    assert_eq!(flakegate::ledger_edit::render(&entries), canonical);
+    assert_eq!(flakegate::gate::Ledger::canonical_text(&entries), canonical);
     entries.reverse();
-    assert_eq!(flakegate::ledger_edit::render(&entries), canonical);
+    assert_eq!(flakegate::gate::Ledger::canonical_text(&entries), canonical);
 
     // And what `ledger add` writes parses back to the same bytes.
     let tmp = tempfile::tempdir().unwrap();
@@ -122,7 +122,7 @@ fn the_written_form_round_trips_byte_for_byte() {
 "#
     );
     let again = flakegate::gate::ledger::parse_ledger("l", &written, Some(30)).unwrap();
-    assert_eq!(flakegate::ledger_edit::render(&again.entries), written);
+    assert_eq!(flakegate::gate::Ledger::canonical_text(&again.entries), written);
     // `ledger lint` keeps working on what these commands write.
     let lint = flakegate(tmp.path(), &["ledger", "lint", &s(&ledger), "--today", "2026-11-20"]);
     assert_eq!(lint.code, 0, "{}{}", lint.stdout, lint.stderr);
@@ -474,7 +474,7 @@ fn renew_records_a_fresh_observation() {
     assert_eq!(e.owner, "@shop/payments");
     // Against the canonical form of the original, only that entry's dates changed.
     let original = std::fs::read_to_string(example_ledger()).unwrap();
-    let before = flakegate::ledger_edit::render(
+    let before = flakegate::gate::Ledger::canonical_text(
         &flakegate::gate::ledger::parse_ledger("l", &original, None)
             .unwrap()
             .entries,

@@ -370,11 +370,11 @@ fn from_saved_files_equals_the_live_probe() {
     assert_eq!(counts(&from.json, "test_unstable"), (2, 5, "unstable".into()));
 
     // `flakegate check --probe DIR` reads the same files: the same counts.
-    let gate_dir = flakegate::load::EvidenceSources {
+    let gate_dir = flakegate::evidence::EvidenceSources {
         probe: Some(keep.clone()),
         ..Default::default()
     };
-    let loaded = flakegate::load::load_evidence(&gate_dir, &flakegate::gate::Patch::default(), None);
+    let loaded = flakegate::evidence::load_evidence(&gate_dir, &flakegate::gate::Patch::default(), None);
     let gp = loaded.evidence.probe.expect("gate reads the kept runs");
     for t in from.json["tests"].as_array().unwrap() {
         // (The gate keeps no entry for a test with no pass/fail outcome, e.g. one skipped every run.)

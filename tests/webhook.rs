@@ -247,15 +247,18 @@ async fn healthz_and_metrics() {
 
 #[tokio::test]
 async fn serve_on_runs_the_worker_and_stops_both_on_shutdown() {
-    use flakegate::server::{serve_on, Shutdown, Worker};
+    use flakegate::runtime::{Shutdown, Task};
+    use flakegate::server::serve_on;
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}?mode=rwc", dir.path().join("flakegate.db").display());
     let store = Arc::new(Store::open(&url, RetryPolicy::default()).await.unwrap());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (started_tx, started_rx) = tokio::sync::oneshot::channel();
-    let worker: Worker = Box::new(move |store: Arc<Store>, shutdown: Shutdown| {
+    let worker_store = store.clone();
+    let worker: Task = Box::new(move |shutdown: Shutdown| {
         Box::pin(async move {
+            let store = worker_store;
             store.ping().await?;
             started_tx.send(()).unwrap();
             shutdown.triggered().await;

@@ -1,1 +1,397 @@
+//! Reading the evidence from disk — an evidence directory laid out as the CI
+//! artifact is, or each part named on its own — and [`assemble`], the one
+//! pipeline that turns a face's files into the gate's input. This is the I/O
+//! adapter in front of the pure readers in `gate`; the command line and the
+//! App both use it (docs/design.md, "The pipeline").
+//!
+//! Layout of an evidence directory:
+//! ```text
+//! coverage.json | .coverage     per-test coverage of the head tree
+//! results/                      head results: report-log (*.jsonl) and/or JUnit (*.xml)
+//! probe.json | probe/           a probe JSON, or K result files of base runs
+//! meta.json                     {base_sha, head_sha, k, seed, test_command}
+//! ```
+
+pub mod assemble;
 pub mod coverage_db;
+
+use crate::gate::coverage::{self, Coverage, PathMatcher};
+use crate::gate::nodeid::TestId;
+use crate::gate::probe::{self, Probe};
+use crate::gate::results::{self, TestResults};
+use crate::gate::verdict::{parse_meta, Evidence};
+use crate::gate::{InputDigest, InputError, Ledger, Location, Patch};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// Where each part of the evidence is. Explicit parts override the directory's.
+#[derive(Debug, Clone, Default)]
+pub struct EvidenceSources {
+    pub dir: Option<PathBuf>,
+    pub coverage: Option<PathBuf>,
+    pub results: Vec<PathBuf>,
+    pub probe: Option<PathBuf>,
+    pub meta: Option<PathBuf>,
+}
+
+/// The evidence and the digest of every file read.
+#[derive(Debug, Clone, Default)]
+pub struct Loaded {
+    pub evidence: Evidence,
+    pub digests: Vec<InputDigest>,
+}
+
+fn display(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// Read a file as UTF-8 text, with a located error for non-UTF-8 bytes.
+pub fn read_text(path: &Path) -> Result<(String, Vec<u8>), InputError> {
+    let name = display(path);
+    let bytes = std::fs::read(path).map_err(|e| InputError::new(Location::file(&name), format!("cannot read: {e}")))?;
+    let text = text_of(&name, &bytes)?;
+    Ok((text, bytes))
+}
+
+/// Bytes → UTF-8 text, or an error naming the line and column of the first bad byte.
+pub fn text_of(name: &str, bytes: &[u8]) -> Result<String, InputError> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Ok(s.to_string()),
+        Err(e) => {
+            let good = &bytes[..e.valid_up_to()];
+            let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
+            let col = good.len() - good.iter().rposition(|&b| b == b'\n').map(|i| i + 1).unwrap_or(0) + 1;
+            Err(InputError::new(Location::at(name, line, Some(col)), "not UTF-8 text"))
+        }
+    }
+}
+
+fn result_files(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
+    let rd = std::fs::read_dir(dir)
+        .map_err(|e| InputError::new(Location::file(display(dir)), format!("cannot list: {e}")))?;
+    let mut files: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .filter(|p| {
+            !p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with('.'))
+        })
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+impl EvidenceSources {
+    /// Fill the parts the directory provides and the flags did not.
+    pub fn resolve(mut self) -> Self {
+        if let Some(dir) = self.dir.clone() {
+            if self.coverage.is_none() {
+                let json = dir.join("coverage.json");
+                let db = dir.join(".coverage");
+                self.coverage = if json.is_file() {
+                    Some(json)
+                } else if db.is_file() {
+                    Some(db)
+                } else {
+                    None
+                };
+            }
+            if self.results.is_empty() && dir.join("results").is_dir() {
+                self.results.push(dir.join("results"));
+            }
+            if self.probe.is_none() {
+                if dir.join("probe.json").is_file() {
+                    self.probe = Some(dir.join("probe.json"));
+                } else if dir.join("probe").is_dir() {
+                    self.probe = Some(dir.join("probe"));
+                }
+            }
+            if self.meta.is_none() && dir.join("meta.json").is_file() {
+                self.meta = Some(dir.join("meta.json"));
+            }
+        }
+        self
+    }
+}
+
+/// Read the evidence for `patch`. Never fails: an unreadable part is recorded
+/// in `evidence.problems`, and the gate turns that into INCONCLUSIVE.
+pub fn load_evidence(sources: &EvidenceSources, patch: &Patch, ledger: Option<&Ledger>) -> Loaded {
+    let sources = sources.clone().resolve();
+    let mut out = Loaded::default();
+    if let Some(dir) = &sources.dir {
+        if !dir.is_dir() {
+            out.evidence.problems.push(InputError::new(
+                Location::file(display(dir)),
+                "evidence directory not found (expected coverage.json or .coverage, results/, probe/ and meta.json in it)",
+            ));
+            return out;
+        }
+    }
+    let matcher = PathMatcher::new(patch.paths());
+
+    // Coverage.
+    if let Some(path) = &sources.coverage {
+        out.evidence.coverage_file = Some(display(path));
+        match read_coverage(path, &matcher) {
+            Ok((cov, digest)) => {
+                out.evidence.coverage = Some(cov);
+                out.digests.push(digest);
+            }
+            Err(e) => out.evidence.problems.push(e),
+        }
+    }
+
+    // Meta.
+    if let Some(path) = &sources.meta {
+        match read_text(path).and_then(|(t, b)| parse_meta(&display(path), &t).map(|m| (m, b))) {
+            Ok((m, bytes)) => {
+                out.digests.push(InputDigest::of("meta", &display(path), &bytes));
+                out.evidence.meta = Some(m);
+            }
+            Err(e) => out.evidence.problems.push(e),
+        }
+    }
+
+    // Node ids known before results are read: JUnit xunit2 records are matched against them.
+    let mut known: BTreeSet<TestId> = BTreeSet::new();
+    if let Some(cov) = &out.evidence.coverage {
+        for f in cov.files.values() {
+            for ws in f.witnesses.values() {
+                known.extend(ws.keys().cloned());
+            }
+        }
+    }
+    if let Some(l) = ledger {
+        known.extend(l.entries.iter().map(|e| TestId::new(e.test.clone())));
+    }
+
+    // Probe (read before results so its node ids help match JUnit).
+    if let Some(path) = &sources.probe {
+        match read_probe(path, &known) {
+            Ok((p, digests, seen)) => {
+                known.extend(seen);
+                out.digests.extend(digests);
+                out.evidence.probe = Some(p);
+            }
+            Err(e) => out.evidence.problems.push(e),
+        }
+    }
+
+    // Head results: every file merged; report-logs first so their exact node ids help JUnit.
+    if !sources.results.is_empty() {
+        let mut files = Vec::new();
+        for p in &sources.results {
+            if p.is_dir() {
+                match result_files(p) {
+                    Ok(fs) => files.extend(fs),
+                    Err(e) => out.evidence.problems.push(e),
+                }
+            } else {
+                files.push(p.clone());
+            }
+        }
+        if files.is_empty() {
+            out.evidence.problems.push(InputError::new(
+                Location::file(
+                    sources
+                        .results
+                        .iter()
+                        .map(|p| display(p))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                ),
+                "no result files found (expected a pytest report-log .jsonl or a JUnit .xml)",
+            ));
+        }
+        let mut texts = Vec::new();
+        for f in files {
+            match read_text(&f) {
+                Ok((t, b)) => {
+                    out.digests.push(InputDigest::of("results", &display(&f), &b));
+                    texts.push((f, t));
+                }
+                Err(e) => out.evidence.problems.push(e),
+            }
+        }
+        texts.sort_by_key(|(_, t)| results::sniff(t) != Some(results::ResultFormat::ReportLog));
+        let mut merged = TestResults::default();
+        let mut ok = false;
+        for (f, t) in &texts {
+            match results::parse_any(&display(f), t, &known) {
+                Ok(r) => {
+                    known.extend(r.tests.keys().cloned());
+                    merged.merge(r);
+                    ok = true;
+                }
+                Err(e) => out.evidence.problems.push(e),
+            }
+        }
+        if ok {
+            out.evidence.results = Some(merged);
+        }
+    }
+    out
+}
+
+fn read_coverage(path: &Path, matcher: &PathMatcher) -> Result<(Coverage, InputDigest), InputError> {
+    let name = display(path);
+    let cannot = |e: std::io::Error| InputError::new(Location::file(&name), format!("cannot read: {e}"));
+    let mut f = std::fs::File::open(path).map_err(cannot)?;
+    let mut head = [0u8; 16];
+    let n = std::io::Read::read(&mut f, &mut head).unwrap_or(0);
+    let digest = |sha256| InputDigest {
+        role: "coverage".into(),
+        path: name.clone(),
+        sha256,
+    };
+    if head[..n].starts_with(b"SQLite format 3") {
+        let cov = crate::evidence::coverage_db::read_data_file_blocking(path, matcher)
+            .map_err(|e| InputError::new(Location::file(&name), format!("{e:#}")))?;
+        return Ok((cov, digest(sha256_file(path).map_err(cannot)?)));
+    }
+    // One pass over a JSON that may be gigabytes: hash the bytes as the parser reads them.
+    let f = std::fs::File::open(path).map_err(cannot)?;
+    let mut hashing = HashingReader {
+        inner: f,
+        hasher: sha2::Sha256::default(),
+    };
+    let cov = coverage::read_json(&name, &mut hashing, matcher)?;
+    // The parser stops at the end of the JSON value; hash any trailing bytes too.
+    std::io::copy(&mut hashing, &mut std::io::sink()).map_err(cannot)?;
+    let sha = hex::encode(sha2::Digest::finalize(hashing.hasher));
+    Ok((cov, digest(sha)))
+}
+
+/// A reader that hashes what passes through it.
+struct HashingReader<R> {
+    inner: R,
+    hasher: sha2::Sha256,
+}
+
+impl<R: std::io::Read> std::io::Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        sha2::Digest::update(&mut self.hasher, &buf[..n]);
+        Ok(n)
+    }
+}
+
+/// sha256 of a file, streamed (coverage files reach gigabytes).
+pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+    use sha2::Digest;
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut h = sha2::Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(hex::encode(h.finalize()))
+}
+
+/// The probe, the digests of its files, and every node id its runs named
+/// (skipped ones too: they help match JUnit xunit2 records of the head run).
+type ProbeRead = (Probe, Vec<InputDigest>, BTreeSet<TestId>);
+
+fn read_probe(path: &Path, known: &BTreeSet<TestId>) -> Result<ProbeRead, InputError> {
+    let name = display(path);
+    if path.is_file() {
+        let (t, b) = read_text(path)?;
+        let digests = vec![InputDigest::of("probe", &name, &b)];
+        if results::sniff(&t) == Some(results::ResultFormat::ReportLog) && !looks_like_probe_json(&t) {
+            return Err(InputError::new(
+                Location::file(&name),
+                "expected a probe JSON ({\"k\": K, \"unstable\": [...]}) or a directory of K result files",
+            ));
+        }
+        return probe::parse_probe_json(&name, &t).map(|p| {
+            let seen = p.tests.keys().cloned().collect();
+            (p, digests, seen)
+        });
+    }
+    let files = result_files(path)?;
+    if let Some(pj) = files.iter().find(|f| f.file_name().is_some_and(|n| n == "probe.json")) {
+        return read_probe(pj, known);
+    }
+    if files.is_empty() {
+        return Err(InputError::new(
+            Location::file(&name),
+            "probe directory is empty (expected K result files of base runs)",
+        ));
+    }
+    let mut runs = Vec::new();
+    let mut digests = Vec::new();
+    let mut known = known.clone();
+    // Report-logs first: their node ids are exact and help match xunit2 runs.
+    let mut texts = Vec::new();
+    for f in &files {
+        let (t, b) = read_text(f)?;
+        digests.push(InputDigest::of("probe", &display(f), &b));
+        texts.push((f.clone(), t));
+    }
+    texts.sort_by_key(|(_, t)| results::sniff(t) != Some(results::ResultFormat::ReportLog));
+    for (f, t) in &texts {
+        let r = results::parse_any(&display(f), t, &known)?;
+        known.extend(r.tests.keys().cloned());
+        runs.push(r);
+    }
+    Ok((probe::from_runs(&runs), digests, known))
+}
+
+fn looks_like_probe_json(t: &str) -> bool {
+    // A probe JSON is one object with a "k"; a report-log is many lines each with "$report_type".
+    !t.contains("\"$report_type\"")
+}
+
+// ---- the evidence artifact (the App) ----------------------------------------------------
+
+/// The evidence directory inside an extracted artifact: its root, or a lone `evidence/` in it.
+pub fn evidence_root(extracted: &Path) -> PathBuf {
+    let nested = extracted.join("evidence");
+    let root_has_evidence = ["meta.json", "coverage.json", ".coverage", "results"]
+        .iter()
+        .any(|f| extracted.join(f).exists());
+    if !root_has_evidence && nested.is_dir() {
+        nested
+    } else {
+        extracted.to_path_buf()
+    }
+}
+
+/// Paths inside the extracted artifact as the artifact names them (`flakegate-evidence/results/…`),
+/// not as this server's scratch directory: no host paths in what is published, and the same
+/// evidence gives the same record on every evaluation.
+pub fn artifact_relative(report: &mut crate::gate::Report, extracted: &Path, artifact: &str) {
+    let root = extracted.display().to_string();
+    let fix = |s: &mut String| {
+        if s.contains(&root) {
+            *s = s
+                .replace(&format!("{root}/"), &format!("{artifact}/"))
+                .replace(&root, artifact);
+        }
+    };
+    for d in &mut report.inputs {
+        fix(&mut d.path);
+    }
+    for r in &mut report.reasons {
+        fix(&mut r.message);
+        for l in &mut r.locations {
+            fix(&mut l.file);
+        }
+    }
+    for f in &mut report.results.failures {
+        fix(&mut f.source);
+        if let Some(m) = &mut f.message {
+            fix(m);
+        }
+    }
+    for n in &mut report.notes {
+        fix(n);
+    }
+}

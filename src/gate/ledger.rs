@@ -50,6 +50,56 @@ impl Ledger {
     pub fn is_frozen(&self, test: &TestId) -> bool {
         self.entries_for(test).next().is_some()
     }
+
+    /// Entries expired as of `today` or expiring within `within` days, in ledger
+    /// order, each with its days left (negative: days past).
+    pub fn expiring(&self, today: NaiveDate, within: u32) -> Vec<(&FreezeEntry, i64)> {
+        self.entries
+            .iter()
+            .map(|e| (e, (e.expires - today).num_days()))
+            .filter(|(e, days)| e.is_expired(today) || *days <= i64::from(within))
+            .collect()
+    }
+
+    /// The canonical text the ledger commands write: entries sorted by test, keys in
+    /// the order test, observed, reason, owner, frozen_at, expires (absent optional
+    /// fields left out), 2-space JSON, a trailing newline.
+    pub fn canonical_text(entries: &[FreezeEntry]) -> String {
+        #[derive(Serialize)]
+        struct EntryOut<'a> {
+            test: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            observed: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            reason: Option<&'a str>,
+            owner: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            frozen_at: Option<String>,
+            expires: String,
+        }
+        #[derive(Serialize)]
+        struct LedgerOut<'a> {
+            frozen: Vec<EntryOut<'a>>,
+        }
+        let mut sorted: Vec<&FreezeEntry> = entries.iter().collect();
+        sorted.sort_by(|a, b| a.test.cmp(&b.test));
+        let out = LedgerOut {
+            frozen: sorted
+                .into_iter()
+                .map(|e| EntryOut {
+                    test: &e.test,
+                    observed: e.observed.as_deref(),
+                    reason: e.reason.as_deref(),
+                    owner: &e.owner,
+                    frozen_at: e.frozen_at.map(|d| d.to_string()),
+                    expires: e.expires.to_string(),
+                })
+                .collect(),
+        };
+        let mut s = serde_json::to_string_pretty(&out).expect("ledger serialises");
+        s.push('\n');
+        s
+    }
 }
 
 const TOP_FIELDS: &[&str] = &["frozen"];

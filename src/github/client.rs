@@ -18,12 +18,6 @@ use super::error::GithubError;
 use super::types::*;
 
 pub const DEFAULT_API_URL: &str = "https://api.github.com";
-/// The check run's name.
-pub const CHECK_NAME: &str = "flakegate";
-/// GitHub accepts at most this many annotations per create/update request.
-pub const ANNOTATIONS_PER_REQUEST: usize = 50;
-/// GitHub's limit on `output.summary` and `output.text`, in characters.
-pub const OUTPUT_MAX_CHARS: usize = 65_535;
 /// The files listing stops at 3000 files; a patch that reaches it is incomplete.
 const MAX_LISTED_FILES: usize = 3000;
 const PER_PAGE: usize = 100;

@@ -1,5 +1,7 @@
-//! GitHub client for the App: installation auth, pull requests and diffs, contents at a sha,
-//! evidence artifacts (streamed, capped, safely extracted), check runs and the sticky comment.
+//! GitHub for the App: the webhook events it acts on ([`event`], typed once at the
+//! boundary), the types and limits of what it sends ([`types`]), and the client —
+//! installation auth, pull requests and diffs, contents at a sha, evidence artifacts
+//! (streamed, capped, safely extracted), check runs and the sticky comment.
 //!
 //! Every call goes through octocrab's raw `_get/_post/_patch` with *relative* paths, so the
 //! configured base URL (`FLAKEGATE_GITHUB_API_URL`) and installation authentication apply to
@@ -10,6 +12,7 @@ pub mod artifact;
 pub mod auth;
 pub mod client;
 pub mod error;
+pub mod event;
 pub mod types;
 
 pub use artifact::{extract_zip, ArtifactError, ArtifactLimits};

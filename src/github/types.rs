@@ -1,6 +1,24 @@
+//! The GitHub types the App sends and receives — ids as newtypes, the check run's
+//! fields — and GitHub's limits on them, each defined once here. A leaf: it imports
+//! nothing of the crate.
+
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+
+/// The check run's name.
+pub const CHECK_NAME: &str = "flakegate";
+/// GitHub accepts at most this many annotations per create/update request; the client batches.
+pub const ANNOTATIONS_PER_REQUEST: usize = 50;
+/// GitHub's limit on `output.summary` and `output.text`, in characters.
+pub const OUTPUT_MAX_CHARS: usize = 65_535;
+/// Longest check-run title we send, in characters.
+pub const TITLE_LIMIT: usize = 200;
+/// GitHub's limits on an action button.
+pub const ACTION_LABEL_LIMIT: usize = 20;
+pub const ACTION_DESCRIPTION_LIMIT: usize = 40;
+pub const ACTION_IDENTIFIER_LIMIT: usize = 20;
+pub const MAX_ACTIONS: usize = 3;
 
 /// `owner/name` of a repository.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -115,7 +133,7 @@ pub struct PullRequest {
 }
 
 /// The pull request's patch: GitHub's unified diff, or (when GitHub refuses the diff as too
-/// large) the files listing as one JSON array for `flakegate::gate::diff::parse_github_files`.
+/// large) the files listing as one JSON array (the gate reads both).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PatchSource {
     Diff(String),
@@ -148,7 +166,18 @@ pub enum Conclusion {
     Failure,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+impl Conclusion {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Conclusion::Success => "success",
+            Conclusion::Neutral => "neutral",
+            Conclusion::Failure => "failure",
+        }
+    }
+}
+
+/// An annotation's level, as GitHub spells it (ordered: notice < warning < failure).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AnnotationLevel {
     Notice,
@@ -156,15 +185,16 @@ pub enum AnnotationLevel {
     Failure,
 }
 
+/// One check-run annotation (GitHub's `output.annotations[]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Annotation {
     pub path: String,
     pub start_line: u32,
     pub end_line: u32,
     pub annotation_level: AnnotationLevel,
-    pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raw_details: Option<String>,
 }
@@ -180,11 +210,11 @@ pub struct CheckAction {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CheckOutput {
     pub title: String,
-    /// At most 65535 characters.
+    /// At most [`OUTPUT_MAX_CHARS`] characters.
     pub summary: String,
-    /// At most 65535 characters.
+    /// At most [`OUTPUT_MAX_CHARS`] characters.
     pub text: Option<String>,
-    /// Any number: sent 50 per request.
+    /// Any number, most important first: sent [`ANNOTATIONS_PER_REQUEST`] per request.
     pub annotations: Vec<Annotation>,
 }
 
@@ -204,7 +234,7 @@ pub struct CheckRunFields {
 impl CheckRunFields {
     pub fn new(external_id: impl Into<String>, status: CheckStatus) -> Self {
         CheckRunFields {
-            name: crate::github::client::CHECK_NAME.to_owned(),
+            name: CHECK_NAME.to_owned(),
             external_id: external_id.into(),
             status,
             conclusion: None,

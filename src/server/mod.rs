@@ -6,20 +6,18 @@ pub mod signature;
 pub mod webhook;
 
 use crate::app_config::AppConfig;
-use crate::store::{RetryPolicy, Store};
+use crate::runtime::{Clock, Shutdown, Task};
+use crate::store::Store;
 use anyhow::Context as _;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use chrono::{DateTime, Utc};
-use secrecy::{ExposeSecret as _, SecretString};
-use std::future::Future;
-use std::pin::Pin;
+use chrono::Utc;
+use secrecy::SecretString;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use tokio::sync::watch;
 
 /// Webhook delivery counters, shown on `/metrics`.
 #[derive(Debug, Default)]
@@ -51,8 +49,6 @@ impl Metrics {
         out
     }
 }
-
-pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
 
 /// What the handlers share.
 #[derive(Clone)]
@@ -112,40 +108,15 @@ async fn metrics(State(state): State<AppState>) -> Response {
         .into_response()
 }
 
-/// Tells a worker to stop: it should finish or `Store::release` the job in hand, then return.
-#[derive(Debug, Clone)]
-pub struct Shutdown(watch::Receiver<bool>);
-
-impl Shutdown {
-    /// A pair: the trigger and the signal (for tests and embedding).
-    pub fn channel() -> (watch::Sender<bool>, Shutdown) {
-        let (tx, rx) = watch::channel(false);
-        (tx, Shutdown(rx))
-    }
-
-    pub fn is_triggered(&self) -> bool {
-        *self.0.borrow()
-    }
-
-    /// Resolves once shutdown is triggered (or its trigger is gone).
-    pub async fn triggered(mut self) {
-        let _ = self.0.wait_for(|stop| *stop).await;
-    }
-}
-
-/// A background task started beside the server, e.g. the job worker.
-pub type Worker =
-    Box<dyn FnOnce(Arc<Store>, Shutdown) -> Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send>> + Send>;
-
 /// Serve `state` on `listener` and run `worker` until `shutdown` fires; the server stops
 /// taking requests, finishes those in flight, and waits for the worker to return.
 pub async fn serve_on(
     listener: tokio::net::TcpListener,
     state: AppState,
-    worker: Option<Worker>,
+    worker: Option<Task>,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
-    let worker = worker.map(|w| tokio::spawn(w(state.store.clone(), shutdown.clone())));
+    let worker = worker.map(|w| tokio::spawn(w(shutdown.clone())));
     axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown.triggered())
         .await
@@ -157,7 +128,7 @@ pub async fn serve_on(
 }
 
 /// Bind `config.listen` and serve until SIGTERM or SIGINT.
-pub async fn serve(config: &AppConfig, store: Arc<Store>, worker: Option<Worker>) -> anyhow::Result<()> {
+pub async fn serve(config: &AppConfig, store: Arc<Store>, worker: Option<Task>) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding FLAKEGATE_LISTEN={}", config.listen))?;
@@ -198,41 +169,4 @@ async fn stop_signal() {
         _ = ctrl_c => {},
         _ = term => {},
     }
-}
-
-/// `flakegate serve`: configuration from the environment, the store, the server.
-pub fn serve_from_env() -> anyhow::Result<i32> {
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .try_init();
-    let config = AppConfig::from_env(|k| std::env::var(k).ok())?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    runtime.block_on(async {
-        let store = Store::open(config.database_url.expose_secret(), RetryPolicy::default())
-            .await
-            .context("opening the store (DATABASE_URL)")?;
-        let credentials = crate::github::AppCredentials::from_pem(
-            crate::github::AppId(config.app_id),
-            config.private_key.expose_secret().as_bytes(),
-        )
-        .context("FLAKEGATE_PRIVATE_KEY")?;
-        let github =
-            crate::github::GithubApp::new(&config.github_api_url, credentials).context("FLAKEGATE_GITHUB_API_URL")?;
-        let store = Arc::new(store);
-        let worker = crate::worker::Worker::new(
-            store.clone(),
-            github,
-            crate::worker::WorkerConfig::default(),
-            Arc::new(Utc::now),
-        );
-        serve(&config, store, Some(worker.into_task())).await
-    })?;
-    Ok(0)
 }

@@ -1,10 +1,11 @@
 //! The PostgreSQL backend, for several instances sharing one queue: jobs are claimed with
 //! `FOR UPDATE SKIP LOCKED`, so each goes to exactly one worker.
 
-use super::{
-    duration_ms, job_from_row, migrations, millis, sql, CommentState, Failed, Job, JobId, JobRow, JobState,
-    NewDelivery, Recorded, RetryPolicy, JOB_COLUMNS,
+use super::job::{
+    duration_ms, job_from_row, millis, sql, CommentState, Failed, Job, JobId, JobRow, JobState, NewDelivery, Recorded,
+    RetryPolicy, JOB_COLUMNS,
 };
+use super::migrations;
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};

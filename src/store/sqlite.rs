@@ -1,9 +1,10 @@
 //! The SQLite backend: one file, WAL mode, writers serialised by SQLite itself.
 
-use super::{
-    duration_ms, job_from_row, migrations, millis, sql, CommentState, Failed, Job, JobId, JobRow, JobState,
-    NewDelivery, Recorded, RetryPolicy, JOB_COLUMNS,
+use super::job::{
+    duration_ms, job_from_row, millis, sql, CommentState, Failed, Job, JobId, JobRow, JobState, NewDelivery, Recorded,
+    RetryPolicy, JOB_COLUMNS,
 };
+use super::migrations;
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};

@@ -6,8 +6,9 @@
 
 use chrono::{DateTime, TimeZone as _, Utc};
 use flakegate::github::{AppCredentials, AppId, GithubApp};
+use flakegate::runtime::Clock;
 use flakegate::server::signature::sign;
-use flakegate::server::{router, AppState, Clock};
+use flakegate::server::{router, AppState};
 use flakegate::store::{RetryPolicy, Store};
 use flakegate::worker::{Worker, WorkerConfig};
 use secrecy::SecretString;

@@ -1,4 +1,4 @@
-//! `flakegate ledger add | renew | prune | expiring`: edit the committed
+//! `flakegate ledger add | renew | prune | expiring | lint`: edit the committed
 //! freeze ledger deterministically, so that its diffs stay small and every
 //! change carries evidence.
 //!
@@ -9,16 +9,55 @@
 //! [`parse_ledger`] before anything is written: an invalid edit fails with
 //! exit status 2 and leaves the file byte for byte as it was.
 
-use crate::cli::{today_utc, Unusable};
-use crate::gate::config::Config;
+use super::{freeze_days, local_config, today_utc, unusable, write_atomic};
+use crate::evidence::{self, read_text};
+use crate::gate::config::{parse_config, Config};
 use crate::gate::ledger::{parse_ledger, FreezeEntry, Ledger};
 use crate::gate::nodeid::TestId;
 use crate::gate::probe::{Probe, Stability};
-use crate::load;
 use crate::probe::summary::{observed, pct, power_of};
 use chrono::NaiveDate;
-use serde::Serialize;
+use clap::Subcommand;
 use std::path::{Path, PathBuf};
+
+#[derive(Debug, Subcommand)]
+pub enum LedgerCmd {
+    /// Freeze a test: add an entry with owner, reason, observation and expiry.
+    Add(AddArgs),
+    /// Extend a freeze, recording a fresh observation from a probe.
+    Renew(RenewArgs),
+    /// Remove entries a complete probe now finds stable, listing them.
+    Prune(PruneArgs),
+    /// List entries expired or expiring soon with their owners. Exits 1 when any is expired.
+    Expiring(ExpiringArgs),
+    /// Validate a ledger; list entries expired or expiring soon. Exits 1 when invalid or any entry is expired.
+    Lint(LintArgs),
+}
+
+/// `flakegate ledger lint`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LintArgs {
+    file: PathBuf,
+    /// List entries expiring within this many days (default: the policy's expiry_warning_days, 7).
+    #[arg(long, value_name = "DAYS")]
+    within: Option<u32>,
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    today: Option<NaiveDate>,
+    /// Policy file (for max_freeze_days).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+/// Run a ledger subcommand; returns the exit status.
+pub fn run(cmd: LedgerCmd) -> anyhow::Result<i32> {
+    match cmd {
+        LedgerCmd::Add(args) => add(args),
+        LedgerCmd::Renew(args) => renew(args),
+        LedgerCmd::Prune(args) => prune(args),
+        LedgerCmd::Expiring(args) => expiring(args),
+        LedgerCmd::Lint(args) => lint(&args),
+    }
+}
 
 /// Options every ledger subcommand takes.
 #[derive(Debug, Clone, clap::Args)]
@@ -96,51 +135,6 @@ pub struct ExpiringArgs {
     pub opts: LedgerOpts,
 }
 
-fn unusable(msg: impl Into<String>) -> anyhow::Error {
-    Unusable(msg.into()).into()
-}
-
-#[derive(Serialize)]
-struct EntryOut<'a> {
-    test: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    observed: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<&'a str>,
-    owner: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    frozen_at: Option<String>,
-    expires: String,
-}
-
-#[derive(Serialize)]
-struct LedgerOut<'a> {
-    frozen: Vec<EntryOut<'a>>,
-}
-
-/// The canonical text of a ledger: entries sorted by test, fixed key order,
-/// 2-space JSON, trailing newline.
-pub fn render(entries: &[FreezeEntry]) -> String {
-    let mut sorted: Vec<&FreezeEntry> = entries.iter().collect();
-    sorted.sort_by(|a, b| a.test.cmp(&b.test));
-    let out = LedgerOut {
-        frozen: sorted
-            .into_iter()
-            .map(|e| EntryOut {
-                test: &e.test,
-                observed: e.observed.as_deref(),
-                reason: e.reason.as_deref(),
-                owner: &e.owner,
-                frozen_at: e.frozen_at.map(|d| d.to_string()),
-                expires: e.expires.to_string(),
-            })
-            .collect(),
-    };
-    let mut s = serde_json::to_string_pretty(&out).expect("ledger serialises");
-    s.push('\n');
-    s
-}
-
 /// A ledger file as read: its path, bytes (None: it does not exist yet) and entries.
 struct Opened {
     path: PathBuf,
@@ -152,7 +146,7 @@ struct Opened {
 }
 
 fn open(opts: &LedgerOpts, may_be_missing: bool) -> anyhow::Result<Opened> {
-    let config = crate::probe::read_config(opts.config.as_deref())?;
+    let config = local_config(opts.config.as_deref())?;
     let path = opts.ledger.clone().unwrap_or_else(|| PathBuf::from(&config.ledger));
     let name = path.display().to_string();
     let today = opts.today.unwrap_or_else(today_utc);
@@ -164,7 +158,7 @@ fn open(opts: &LedgerOpts, may_be_missing: bool) -> anyhow::Result<Opened> {
     let ledger = match &original {
         None => Ledger::default(),
         Some(b) => {
-            let text = load::text_of(&name, b).map_err(|e| unusable(e.to_string()))?;
+            let text = evidence::text_of(&name, b).map_err(|e| unusable(e.to_string()))?;
             parse_ledger(&name, &text, config.policy.max_freeze_days).map_err(|errs| {
                 let msgs: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
                 unusable(format!(
@@ -188,7 +182,7 @@ impl Opened {
     /// Validate the edited entries with the gate's reader, then write them.
     /// Returns false when the file already says exactly this.
     fn write(&self, entries: &[FreezeEntry]) -> anyhow::Result<bool> {
-        let text = render(entries);
+        let text = Ledger::canonical_text(entries);
         if let Err(errs) = parse_ledger(&self.name, &text, self.config.policy.max_freeze_days) {
             let msgs: Vec<String> = errs.iter().map(|e| e.message.clone()).collect();
             return Err(self.refuse(&msgs.join("; ")));
@@ -196,8 +190,7 @@ impl Opened {
         if self.original.as_deref() == Some(text.as_bytes()) {
             return Ok(false);
         }
-        crate::probe::write_atomic(&self.path, text.as_bytes())
-            .map_err(|e| unusable(format!("{}: cannot write: {e}", self.name)))?;
+        write_atomic(&self.path, text.as_bytes()).map_err(|e| unusable(format!("{}: cannot write: {e}", self.name)))?;
         Ok(true)
     }
 
@@ -211,7 +204,7 @@ impl Opened {
     }
 
     fn days(&self, days: Option<u32>) -> anyhow::Result<u32> {
-        let d = crate::probe::freeze_days(days, &self.config).map_err(|e| self.refuse(&e.to_string()))?;
+        let d = freeze_days(days, &self.config).map_err(|e| self.refuse(&e.to_string()))?;
         if d == 0 {
             return Err(self.refuse("--days must be at least 1"));
         }
@@ -230,7 +223,7 @@ fn read_probe(path: &Path) -> anyhow::Result<ReadProbe> {
     let name = path.display().to_string();
     let mut date = None;
     if path.is_file() {
-        let (text, _) = load::read_text(path).map_err(|e| unusable(e.to_string()))?;
+        let (text, _) = read_text(path).map_err(|e| unusable(e.to_string()))?;
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
             if v.get("inconclusive").and_then(|b| b.as_bool()) == Some(true) {
                 let why = v
@@ -247,11 +240,11 @@ fn read_probe(path: &Path) -> anyhow::Result<ReadProbe> {
                 .and_then(|d| NaiveDate::parse_from_str(d, "%Y-%m-%d").ok());
         }
     }
-    let sources = load::EvidenceSources {
+    let sources = evidence::EvidenceSources {
         probe: Some(path.to_path_buf()),
         ..Default::default()
     };
-    let loaded = load::load_evidence(&sources, &crate::gate::Patch::default(), None);
+    let loaded = evidence::load_evidence(&sources, &crate::gate::Patch::default(), None);
     if let Some(e) = loaded.evidence.problems.first() {
         return Err(unusable(e.to_string()));
     }
@@ -500,16 +493,10 @@ pub fn prune(args: PruneArgs) -> anyhow::Result<i32> {
 pub fn expiring(args: ExpiringArgs) -> anyhow::Result<i32> {
     let o = open(&args.opts, false)?;
     let within = args.within.unwrap_or(o.config.policy.expiry_warning_days);
-    let mut listed: Vec<&FreezeEntry> = o
-        .ledger
-        .entries
-        .iter()
-        .filter(|e| e.is_expired(o.today) || (e.expires - o.today).num_days() <= i64::from(within))
-        .collect();
-    listed.sort_by(|a, b| a.expires.cmp(&b.expires).then(a.test.cmp(&b.test)));
+    let mut listed = o.ledger.expiring(o.today, within);
+    listed.sort_by(|(a, _), (b, _)| a.expires.cmp(&b.expires).then(a.test.cmp(&b.test)));
     let mut expired = 0;
-    for e in &listed {
-        let days = (e.expires - o.today).num_days();
+    for &(e, days) in &listed {
         let owner = match crate::gate::verdict::handle_for(&e.owner, &o.config) {
             Some(h) if h != e.owner => format!("{} ({h})", e.owner),
             _ => e.owner.clone(),
@@ -543,6 +530,60 @@ pub fn expiring(args: ExpiringArgs) -> anyhow::Result<i32> {
     Ok(if expired > 0 { 1 } else { 0 })
 }
 
+/// `ledger lint`: validate; list entries expired or expiring soon; exit 1 when invalid or any has expired.
+fn lint(args: &LintArgs) -> anyhow::Result<i32> {
+    let (file, within, today) = (args.file.as_path(), args.within, args.today);
+    // Only an explicit policy file: lint judges the ledger it is given, wherever it is.
+    let config = match args.config.as_deref() {
+        Some(p) => {
+            let (t, _) = read_text(p)?;
+            parse_config(&p.display().to_string(), &t)?
+        }
+        None => Config::default(),
+    };
+    let today = today.unwrap_or_else(today_utc);
+    let within = within.unwrap_or(config.policy.expiry_warning_days);
+    let name = file.display().to_string();
+    let (text, _) = read_text(file)?;
+    let ledger = match parse_ledger(&name, &text, config.policy.max_freeze_days) {
+        Ok(l) => l,
+        Err(errors) => {
+            for e in &errors {
+                eprintln!("error: {e}");
+            }
+            eprintln!(
+                "{name}: {} problem{}",
+                errors.len(),
+                if errors.len() == 1 { "" } else { "s" }
+            );
+            return Ok(1);
+        }
+    };
+    let mut expired = 0;
+    let mut out = String::new();
+    for (e, days) in ledger.expiring(today, within) {
+        if e.is_expired(today) {
+            expired += 1;
+            out.push_str(&format!(
+                "{name}:{}: EXPIRED {} ({} days ago): {} — owner {}\n",
+                e.line, e.expires, -days, e.test, e.owner
+            ));
+        } else {
+            out.push_str(&format!(
+                "{name}:{}: expires {} (in {} days): {} — owner {}\n",
+                e.line, e.expires, days, e.test, e.owner
+            ));
+        }
+    }
+    print!("{out}");
+    println!(
+        "{name}: {} entr{} valid, {expired} expired as of {today}",
+        ledger.entries.len(),
+        if ledger.entries.len() == 1 { "y" } else { "ies" }
+    );
+    Ok(if expired > 0 { 1 } else { 0 })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -551,8 +592,8 @@ mod tests {
     fn canonical_form_round_trips() {
         let text = "{\n  \"frozen\": [\n    {\n      \"test\": \"a.py::t\",\n      \"owner\": \"o\",\n      \"expires\": \"2026-01-01\"\n    }\n  ]\n}\n";
         let l = parse_ledger("l", text, None).unwrap();
-        assert_eq!(render(&l.entries), text);
-        assert_eq!(render(&[]), "{\n  \"frozen\": []\n}\n");
+        assert_eq!(Ledger::canonical_text(&l.entries), text);
+        assert_eq!(Ledger::canonical_text(&[]), "{\n  \"frozen\": []\n}\n");
     }
 
     #[test]
@@ -560,9 +601,12 @@ mod tests {
         let text = r#"{"frozen": [{"expires": "2026-02-01", "owner": "p", "test": "b.py::u", "reason": "r"},
             {"test": "a.py::t", "owner": "o", "expires": "2026-01-01", "frozen_at": "2025-12-01", "observed": "1/5 fail on clean base"}]}"#;
         let l = parse_ledger("l", text, None).unwrap();
-        let out = render(&l.entries);
+        let out = Ledger::canonical_text(&l.entries);
         let want = "{\n  \"frozen\": [\n    {\n      \"test\": \"a.py::t\",\n      \"observed\": \"1/5 fail on clean base\",\n      \"owner\": \"o\",\n      \"frozen_at\": \"2025-12-01\",\n      \"expires\": \"2026-01-01\"\n    },\n    {\n      \"test\": \"b.py::u\",\n      \"reason\": \"r\",\n      \"owner\": \"p\",\n      \"expires\": \"2026-02-01\"\n    }\n  ]\n}\n";
         assert_eq!(out, want);
-        assert_eq!(render(&parse_ledger("l", &out, None).unwrap().entries), out);
+        assert_eq!(
+            Ledger::canonical_text(&parse_ledger("l", &out, None).unwrap().entries),
+            out
+        );
     }
 }

@@ -1,0 +1,231 @@
+//! `flakegate check`: the patch, the ledger and the config from files or from
+//! git (`--base REV`: the diff `REV...HEAD`, and the ledger, config and
+//! CODEOWNERS read at REV, never from the working tree), then the one pipeline
+//! ([`crate::evidence::assemble`]) and the report.
+
+use super::unusable;
+use crate::evidence::assemble::{self, AssembleError, Judging, Named, Sources};
+use crate::evidence::{read_text, EvidenceSources};
+use crate::gate::config::CONFIG_PATH;
+use crate::render::{self, Format};
+use anyhow::{bail, Context as _};
+use chrono::NaiveDate;
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::process::Command;
+
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Evidence directory: coverage.json or .coverage, results/, probe/ or probe.json, meta.json.
+    pub dir: Option<PathBuf>,
+    /// The patch: a unified diff file, `-` for standard input, or GitHub's pull-request files JSON.
+    #[arg(long, value_name = "FILE|-")]
+    pub diff: Option<String>,
+    /// Inside a git checkout: diff REV...HEAD, and read ledger and config at REV (never from the working tree).
+    #[arg(long, value_name = "REV")]
+    pub base: Option<String>,
+    /// The freeze ledger (default with --base: the config's ledger path at REV).
+    #[arg(long, value_name = "FILE")]
+    pub ledger: Option<PathBuf>,
+    /// Policy file with the shape of .github/flakegate.yml.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Coverage: coverage.json (coverage json --show-contexts) or a .coverage data file.
+    #[arg(long, value_name = "FILE")]
+    pub coverage: Option<PathBuf>,
+    /// Head test results: report-log (.jsonl) or JUnit XML files, or directories of them.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub results: Vec<PathBuf>,
+    /// The probe: a probe JSON, or a directory of K base-run result files.
+    #[arg(long, value_name = "FILE|DIR")]
+    pub probe: Option<PathBuf>,
+    /// meta.json: base/head sha, K, seed, test command.
+    #[arg(long, value_name = "FILE")]
+    pub meta: Option<PathBuf>,
+    /// The workflow file that produced the evidence (e.g. .github/workflows/flakegate-evidence.yml):
+    /// then only a patch's edit of it (or of .github/actions/) distrusts the evidence, not of other workflows.
+    #[arg(long, value_name = "PATH")]
+    pub workflow: Option<String>,
+    /// Judge expiries as of this UTC date (default: today).
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    pub today: Option<NaiveDate>,
+    /// Output format (default: text on a terminal, json otherwise).
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Directory whose templates override the bundled ones (by file name).
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+}
+
+/// `flakegate check`: returns the exit status (0 PASS / PASS_WITH_CAVEAT, 1 FAIL / INCONCLUSIVE).
+pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
+    let today = args.today.unwrap_or_else(super::today_utc);
+    let src = CommandLine { args: &args };
+    // The git reader never awaits anything: a current-thread runtime drives the pipeline.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .context("cannot start the runtime that drives the check")?;
+    let report = runtime
+        .block_on(async {
+            let config = assemble::read_config(&src).await?;
+            let (base_sha, head_sha) = match &args.base {
+                Some(rev) => (rev_parse(rev).ok(), rev_parse("HEAD").ok()),
+                None => (None, None),
+            };
+            let judging = Judging {
+                today,
+                base_sha,
+                head_sha,
+                workflow: args.workflow.clone(),
+            };
+            assemble::evaluate(&src, &config, judging).await
+        })
+        .map_err(|e| match e {
+            AssembleError::Source(e) => e,
+            AssembleError::Config(e) | AssembleError::Patch(e) => e.into(),
+        })?;
+
+    let format = args.format.unwrap_or(if std::io::stdout().is_terminal() {
+        Format::Text
+    } else {
+        Format::Json
+    });
+    let out = render::render(&report, format, args.templates.as_deref())?;
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(out.as_bytes()).ok();
+    stdout.flush().ok();
+    Ok(if report.verdict.blocks() { 1 } else { 0 })
+}
+
+/// The command line's files: those named by flags, else git at `--base REV`.
+struct CommandLine<'a> {
+    args: &'a CheckArgs,
+}
+
+impl Sources for CommandLine<'_> {
+    type Error = anyhow::Error;
+
+    async fn config(&self) -> anyhow::Result<Option<Named>> {
+        match (&self.args.config, &self.args.base) {
+            (Some(p), _) => {
+                let (_, bytes) = read_text(p)?;
+                Ok(Some(Named::new(p.display().to_string(), bytes)))
+            }
+            (None, Some(rev)) => Ok(git_show(rev, CONFIG_PATH)?.map(|b| Named::new(format!("{rev}:{CONFIG_PATH}"), b))),
+            (None, None) => Ok(None),
+        }
+    }
+
+    async fn patch(&self) -> anyhow::Result<Named> {
+        match (&self.args.diff, &self.args.base) {
+            (Some(d), _) => {
+                let bytes = read_input(d)?;
+                let name = if d == "-" { "<stdin>".to_string() } else { d.clone() };
+                Ok(Named::new(name, bytes))
+            }
+            (None, Some(rev)) => {
+                let range = format!("{rev}...HEAD");
+                let bytes = git(&[
+                    "-c",
+                    "core.quotepath=true",
+                    "diff",
+                    "--no-color",
+                    "--no-ext-diff",
+                    "-M",
+                    &range,
+                ])?;
+                Ok(Named::new(format!("git diff {range}"), bytes))
+            }
+            (None, None) => Err(unusable(
+                "no patch: give --diff FILE (or - for standard input), or --base REV inside a git checkout",
+            )),
+        }
+    }
+
+    async fn base_ledger(&self, path: &str) -> anyhow::Result<Result<Named, String>> {
+        match (&self.args.ledger, &self.args.base) {
+            (Some(p), _) => {
+                let bytes = std::fs::read(p).map_err(|e| unusable(format!("{}: cannot read: {e}", p.display())))?;
+                Ok(Ok(Named::new(p.display().to_string(), bytes)))
+            }
+            (None, Some(rev)) => {
+                let name = format!("{rev}:{path}");
+                Ok(match git_show(rev, path)? {
+                    Some(b) => Ok(Named::new(name, b)),
+                    None => Err(format!("no ledger at {name}: no test is frozen")),
+                })
+            }
+            (None, None) => Ok(Err(
+                "no ledger given (--ledger FILE or --base REV): no test is frozen".into()
+            )),
+        }
+    }
+
+    async fn evidence(&self) -> anyhow::Result<EvidenceSources> {
+        let a = self.args;
+        Ok(EvidenceSources {
+            dir: a.dir.clone(),
+            coverage: a.coverage.clone(),
+            results: a.results.clone(),
+            probe: a.probe.clone(),
+            meta: a.meta.clone(),
+        })
+    }
+
+    /// With `--base` (and no `--ledger`), the ledger as HEAD leaves it.
+    async fn head_ledger(&self, path: &str) -> anyhow::Result<Option<Named>> {
+        if self.args.base.is_none() || self.args.ledger.is_some() {
+            return Ok(None);
+        }
+        Ok(git_show("HEAD", path)?.map(|b| Named::new(format!("HEAD:{path}"), b)))
+    }
+
+    async fn base_file(&self, path: &str) -> anyhow::Result<Option<Named>> {
+        match &self.args.base {
+            Some(rev) => Ok(git_show(rev, path)?.map(|b| Named::new(format!("{rev}:{path}"), b))),
+            None => Ok(None),
+        }
+    }
+}
+
+fn git(args: &[&str]) -> anyhow::Result<Vec<u8>> {
+    let out = Command::new("git").args(args).output().context("running git")?;
+    if !out.status.success() {
+        bail!(
+            "git {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(out.stdout)
+}
+
+/// `git show REV:PATH`, or None when the file does not exist at REV.
+fn git_show(rev: &str, path: &str) -> anyhow::Result<Option<Vec<u8>>> {
+    let spec = format!("{rev}:{path}");
+    let out = Command::new("git")
+        .args(["cat-file", "-e", &spec])
+        .output()
+        .context("running git")?;
+    if !out.status.success() {
+        return Ok(None);
+    }
+    git(&["show", &spec]).map(Some)
+}
+
+fn read_input(path: &str) -> anyhow::Result<Vec<u8>> {
+    if path == "-" {
+        let mut buf = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut buf)
+            .context("reading the diff from standard input")?;
+        Ok(buf)
+    } else {
+        std::fs::read(path).with_context(|| format!("{path}: cannot read"))
+    }
+}
+
+fn rev_parse(rev: &str) -> anyhow::Result<String> {
+    let out = git(&["rev-parse", "--verify", &format!("{rev}^{{commit}}")])?;
+    Ok(String::from_utf8_lossy(&out).trim().to_string())
+}

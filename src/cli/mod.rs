@@ -1,0 +1,115 @@
+//! The command line: flags validated into typed inputs once, then the library.
+//! Nothing else in the crate imports this module; `main` calls [`run`].
+//!
+//! Exit status: 0 PASS / PASS_WITH_CAVEAT (and other successes), 1 FAIL /
+//! INCONCLUSIVE (or what a subcommand documents), 2 unusable input. Every
+//! error is unusable input: `main` prints it with its whole chain of causes.
+
+mod check;
+mod ledger;
+mod probe;
+mod serve;
+
+use crate::evidence::read_text;
+use crate::gate::config::{parse_config, Config, CONFIG_PATH};
+use chrono::NaiveDate;
+use clap::{Parser, Subcommand};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "flakegate",
+    version,
+    about = "Gate pull requests on evidence: frozen and unstable tests are not witnesses"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Decide whether a patch has evidence: PASS, PASS_WITH_CAVEAT, INCONCLUSIVE or FAIL.
+    Check(check::CheckArgs),
+    /// Work with the freeze ledger.
+    #[command(subcommand)]
+    Ledger(ledger::LedgerCmd),
+    /// Run the base tree's suite K times on identical inputs and count each test's failures.
+    Probe(probe::ProbeArgs),
+    /// Run the GitHub App: receive signed webhooks and queue them (configured from the environment).
+    Serve,
+}
+
+/// Run the command line; returns the exit status.
+pub fn run(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Cmd::Check(args) => check::run(args),
+        Cmd::Ledger(cmd) => ledger::run(cmd),
+        Cmd::Probe(args) => probe::run(args),
+        Cmd::Serve => serve::run(),
+    }
+}
+
+/// Today's UTC date, unless a command's `--today` says otherwise.
+fn today_utc() -> NaiveDate {
+    chrono::Utc::now().date_naive()
+}
+
+/// An error that says what was wrong with the input (exit status 2).
+fn unusable(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::anyhow!(msg.into())
+}
+
+/// The repository config for the commands that work in a checkout (`probe`,
+/// `ledger`): `--config FILE`, else `.github/flakegate.yml` when present, else defaults.
+fn local_config(path: Option<&Path>) -> anyhow::Result<Config> {
+    let default = Path::new(CONFIG_PATH);
+    let p = match path {
+        Some(p) => p,
+        None if default.is_file() => default,
+        None => return Ok(Config::default()),
+    };
+    let (text, _) = read_text(p)?;
+    Ok(parse_config(&p.display().to_string(), &text)?)
+}
+
+/// Default freeze length of a new entry or ledger suggestion, in days (capped by the policy's max_freeze_days).
+const DEFAULT_FREEZE_DAYS: u32 = 14;
+
+/// Freeze length: `--days`, else 14 capped by the policy; more than the policy allows is an error.
+fn freeze_days(days: Option<u32>, config: &Config) -> anyhow::Result<u32> {
+    let max = config.policy.max_freeze_days;
+    match (days, max) {
+        (Some(d), Some(m)) if d > m => Err(unusable(format!(
+            "--days {d} is longer than the policy's max_freeze_days of {m}"
+        ))),
+        (Some(d), _) => Ok(d),
+        (None, Some(m)) => Ok(DEFAULT_FREEZE_DAYS.min(m)),
+        (None, None) => Ok(DEFAULT_FREEZE_DAYS),
+    }
+}
+
+/// Write to a temporary file beside `path`, then rename it into place.
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}

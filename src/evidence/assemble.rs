@@ -1,0 +1,214 @@
+//! The one pipeline both faces run: config → patch → base ledger → evidence →
+//! head ledger → CODEOWNERS → `gate::evaluate`. Only where the files come from
+//! differs — `git show` and files named on the command line (`flakegate check`),
+//! or the contents API and the evidence artifact (the App) — and that is the
+//! [`Sources`] trait. Every file read is digested into the record in the order
+//! it is read; every absence the gate should mention is a note.
+
+use super::{load_evidence, text_of, EvidenceSources};
+use crate::gate::codeowners::{CodeOwners, CODEOWNERS_PATHS};
+use crate::gate::config::{parse_config, Config};
+use crate::gate::ledger::parse_ledger;
+use crate::gate::{evaluate as gate_evaluate, Evidence, GateInput, InputDigest, InputError, Ledger, Patch, Report};
+use chrono::NaiveDate;
+
+/// A file as a face read it: the name the record and messages use (`REV:path`,
+/// a path on disk, `pull request 7 diff`) and its bytes.
+#[derive(Debug, Clone)]
+pub struct Named {
+    pub name: String,
+    pub bytes: Vec<u8>,
+}
+
+impl Named {
+    pub fn new(name: impl Into<String>, bytes: Vec<u8>) -> Self {
+        Named {
+            name: name.into(),
+            bytes,
+        }
+    }
+}
+
+/// Where a face's files come from. Read at the base: the config, the ledger the
+/// gate obeys and CODEOWNERS; at the head: only the ledger as the patch leaves
+/// it, to report its edits (never to obey them).
+// Callers are concrete (the command line's git reader, the App's GitHub reader),
+// so the futures' Send-ness is known where it matters.
+#[allow(async_fn_in_trait)]
+pub trait Sources {
+    /// The face's own error (an unusable input on the command line; a retryable
+    /// or fatal failure in the App).
+    type Error;
+    /// The repository configuration; `None`: there is none, defaults apply.
+    async fn config(&self) -> Result<Option<Named>, Self::Error>;
+    /// The patch: a unified diff, or GitHub's pull-request files listing.
+    async fn patch(&self) -> Result<Named, Self::Error>;
+    /// The ledger the gate obeys, or a note saying why there is none (then no test is frozen).
+    async fn base_ledger(&self, path: &str) -> Result<Result<Named, String>, Self::Error>;
+    /// Where the evidence files are on disk.
+    async fn evidence(&self) -> Result<EvidenceSources, Self::Error>;
+    /// The ledger as the patch leaves it, when this face knows the head's files.
+    async fn head_ledger(&self, path: &str) -> Result<Option<Named>, Self::Error>;
+    /// A file at the base (CODEOWNERS), `None` when it is absent or this face reads no base.
+    async fn base_file(&self, path: &str) -> Result<Option<Named>, Self::Error>;
+}
+
+/// Why the pipeline stopped before the gate could judge: the face decides how to say it.
+#[derive(Debug)]
+pub enum AssembleError<E> {
+    /// Reading a file failed.
+    Source(E),
+    /// The repository configuration is invalid.
+    Config(InputError),
+    /// The patch is unreadable.
+    Patch(InputError),
+}
+
+impl<E> From<E> for AssembleError<E> {
+    fn from(e: E) -> Self {
+        AssembleError::Source(e)
+    }
+}
+
+/// The configuration and the digest of the file it came from.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigRead {
+    pub config: Config,
+    pub digest: Option<InputDigest>,
+}
+
+impl ConfigRead {
+    /// The configuration from its file (`None`: defaults), with the file's digest.
+    pub fn from_file(file: Option<&Named>) -> Result<ConfigRead, InputError> {
+        match file {
+            None => Ok(ConfigRead::default()),
+            Some(f) => Ok(ConfigRead {
+                config: parse_config_bytes(&f.name, &f.bytes)?,
+                digest: Some(InputDigest::of("config", &f.name, &f.bytes)),
+            }),
+        }
+    }
+}
+
+/// Bytes of `.github/flakegate.yml` (or a `--config` file) → the config, or a located error.
+pub fn parse_config_bytes(name: &str, bytes: &[u8]) -> Result<Config, InputError> {
+    parse_config(name, &text_of(name, bytes)?)
+}
+
+/// A ledger file's bytes, validated: not UTF-8 is one more problem, located.
+pub fn parse_ledger_bytes(name: &str, bytes: &[u8], max_freeze_days: Option<u32>) -> Result<Ledger, Vec<InputError>> {
+    text_of(name, bytes)
+        .map_err(|e| vec![e])
+        .and_then(|t| parse_ledger(name, &t, max_freeze_days))
+}
+
+/// Step 1: the configuration. The App reads it before anything else (it names the
+/// evidence workflow and artifact), so it is a step of its own.
+pub async fn read_config<S: Sources>(src: &S) -> Result<ConfigRead, AssembleError<S::Error>> {
+    let file = src.config().await?;
+    ConfigRead::from_file(file.as_ref()).map_err(AssembleError::Config)
+}
+
+/// What the gate is told about the judgement besides the files.
+#[derive(Debug, Clone)]
+pub struct Judging {
+    /// Expiries are judged as of this UTC date.
+    pub today: NaiveDate,
+    pub base_sha: Option<String>,
+    pub head_sha: Option<String>,
+    /// The workflow file that produced the evidence, when known.
+    pub workflow: Option<String>,
+}
+
+/// The rest of the pipeline: patch → base ledger → evidence → head ledger →
+/// CODEOWNERS → the gate's verdict, with the notes of what was absent.
+pub async fn evaluate<S: Sources>(
+    src: &S,
+    config: &ConfigRead,
+    judging: Judging,
+) -> Result<Report, AssembleError<S::Error>> {
+    let config_ = &config.config;
+    let mut inputs: Vec<InputDigest> = config.digest.iter().cloned().collect();
+    let mut notes: Vec<String> = Vec::new();
+
+    let diff = src.patch().await?;
+    inputs.push(InputDigest::of("diff", &diff.name, &diff.bytes));
+    let patch = parse_patch(&diff.name, &diff.bytes).map_err(AssembleError::Patch)?;
+
+    // The ledger at the base: never the head's, which the patch controls.
+    let ledger: Result<Ledger, Vec<InputError>> = match src.base_ledger(&config_.ledger).await? {
+        Ok(f) => {
+            inputs.push(InputDigest::of("ledger", &f.name, &f.bytes));
+            parse_ledger_bytes(&f.name, &f.bytes, config_.policy.max_freeze_days)
+        }
+        Err(note) => {
+            notes.push(note);
+            Ok(Ledger::default())
+        }
+    };
+
+    let sources = src.evidence().await?;
+    let loaded = load_evidence(&sources, &patch, ledger.as_ref().ok());
+    inputs.extend(loaded.digests);
+    let mut evidence = loaded.evidence;
+
+    // The ledger as the patch leaves it: its edits are reported entry by entry
+    // (and a freeze of the patch's own witnesses caught), never obeyed.
+    if let Some(f) = src.head_ledger(&config_.ledger).await? {
+        set_head_ledger(&mut evidence, &mut notes, &f, config_.policy.max_freeze_days);
+    }
+    // CODEOWNERS at the base names the owners of unwitnessed lines.
+    for path in CODEOWNERS_PATHS {
+        if let Some(f) = src.base_file(path).await? {
+            set_codeowners(&mut evidence, &mut inputs, &mut notes, &f);
+            break;
+        }
+    }
+
+    let input = GateInput {
+        patch: &patch,
+        ledger: &ledger,
+        config: config_,
+        evidence: &evidence,
+        today: judging.today,
+        base_sha: judging.base_sha,
+        head_sha: judging.head_sha,
+        inputs,
+        workflow: judging.workflow,
+    };
+    let mut report = gate_evaluate(&input);
+    report.notes.extend(notes);
+    Ok(report)
+}
+
+/// A patch's bytes: GitHub's files listing when it is a JSON array, else unified diff text.
+pub fn parse_patch(name: &str, bytes: &[u8]) -> Result<Patch, InputError> {
+    let text = text_of(name, bytes)?;
+    if text.trim_start().starts_with('[') {
+        crate::gate::diff::parse_github_files(name, &text)
+    } else {
+        crate::gate::diff::parse_unified(name, &text)
+    }
+}
+
+/// The head ledger, for the gate to report the patch's own edits. A ledger the
+/// patch leaves invalid is a note: it will block the next pull request.
+fn set_head_ledger(ev: &mut Evidence, notes: &mut Vec<String>, f: &Named, max_freeze_days: Option<u32>) {
+    match parse_ledger_bytes(&f.name, &f.bytes, max_freeze_days) {
+        Ok(l) => ev.head_ledger = Some(l),
+        Err(errors) => notes.push(format!(
+            "the patch leaves the ledger invalid, which will block the next pull request: {}",
+            errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ")
+        )),
+    }
+}
+
+/// CODEOWNERS read at the base. Lines it cannot use are notes, not guesses.
+fn set_codeowners(ev: &mut Evidence, inputs: &mut Vec<InputDigest>, notes: &mut Vec<String>, f: &Named) {
+    inputs.push(InputDigest::of("codeowners", &f.name, &f.bytes));
+    let co = CodeOwners::parse(&String::from_utf8_lossy(&f.bytes));
+    for (line, why) in &co.skipped {
+        notes.push(format!("{}:{line}: {why}; that line was not used", f.name));
+    }
+    ev.codeowners = Some(co);
+}

@@ -1,0 +1,407 @@
+//! The webhook events the App acts on, decided once at the boundary: which
+//! `X-GitHub-Event` + `action` pairs become work (the table is [`Event::parse`]),
+//! and the typed payload each carries, so no handler reads raw JSON. The server
+//! parses a delivery to decide whether to queue it; the worker parses the stored
+//! payload with the same function.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// A repository as payloads name it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Repository {
+    pub full_name: String,
+}
+
+/// The App installation a delivery is for (absent in some sample payloads; the worker
+/// cannot act without it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Installation {
+    pub id: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ShaRef {
+    pub sha: String,
+}
+
+/// What every accepted payload carries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Envelope {
+    pub repository: Repository,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub installation: Option<Installation>,
+}
+
+/// `pull_request` opened, synchronize, reopened or ready_for_review: a new head to judge.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PullRequestEvent {
+    #[serde(default)]
+    pub number: Option<u64>,
+    pub pull_request: PullRequestPayload,
+    #[serde(flatten)]
+    pub envelope: Envelope,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PullRequestPayload {
+    #[serde(default)]
+    pub number: Option<u64>,
+    pub head: ShaRef,
+    pub base: ShaRef,
+}
+
+impl PullRequestEvent {
+    pub fn number(&self) -> Option<u64> {
+        self.pull_request.number.or(self.number)
+    }
+}
+
+/// `workflow_run` completed: a run that may carry evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct WorkflowRunEvent {
+    pub workflow_run: WorkflowRun,
+    #[serde(flatten)]
+    pub envelope: Envelope,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct WorkflowRun {
+    pub id: u64,
+    pub head_sha: String,
+    /// The workflow file, e.g. `.github/workflows/flakegate-evidence.yml`.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Empty (or absent) for a fork's run: GitHub lists only same-repository pull requests.
+    #[serde(default)]
+    pub pull_requests: Option<Vec<RunPullRequest>>,
+}
+
+/// A pull request a workflow run lists; entries GitHub leaves incomplete are skipped.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct RunPullRequest {
+    #[serde(default)]
+    pub number: Option<u64>,
+    #[serde(default)]
+    pub head: Option<ShaRef>,
+    #[serde(default)]
+    pub base: Option<ShaRef>,
+}
+
+/// `check_run` rerequested or requested_action.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct CheckRunEvent {
+    pub check_run: CheckRunPayload,
+    #[serde(default)]
+    pub requested_action: Option<RequestedActionPayload>,
+    #[serde(flatten)]
+    pub envelope: Envelope,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct CheckRunPayload {
+    #[serde(default)]
+    pub name: Option<String>,
+    pub head_sha: String,
+    #[serde(default)]
+    pub pull_requests: Vec<NumberOnly>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct RequestedActionPayload {
+    pub identifier: String,
+}
+
+/// `check_suite` rerequested.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct CheckSuiteEvent {
+    pub check_suite: CheckSuitePayload,
+    #[serde(flatten)]
+    pub envelope: Envelope,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct CheckSuitePayload {
+    pub head_sha: String,
+    #[serde(default)]
+    pub pull_requests: Vec<NumberOnly>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct NumberOnly {
+    #[serde(default)]
+    pub number: Option<u64>,
+}
+
+/// The buttons flakegate puts on its check run (`requested_action.identifier`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequestedAction {
+    /// "Re-run evidence": re-run the evidence workflow.
+    Rerun,
+    /// "Re-evaluate": judge the latest evidence again.
+    Reevaluate,
+    /// Not one of ours.
+    Other(String),
+}
+
+impl RequestedAction {
+    pub fn of(identifier: &str) -> Self {
+        match identifier {
+            "rerun" => RequestedAction::Rerun,
+            "reevaluate" => RequestedAction::Reevaluate,
+            other => RequestedAction::Other(other.to_owned()),
+        }
+    }
+
+    /// The identifier GitHub sends back (at most 20 characters).
+    pub fn identifier(&self) -> &str {
+        match self {
+            RequestedAction::Rerun => "rerun",
+            RequestedAction::Reevaluate => "reevaluate",
+            RequestedAction::Other(s) => s,
+        }
+    }
+}
+
+/// An event the App acts on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A pull request got a new head (opened, synchronize, reopened, ready_for_review).
+    PullRequest(PullRequestEvent),
+    /// A workflow run completed: maybe the evidence.
+    WorkflowRunCompleted(WorkflowRunEvent),
+    /// Someone asked for the check run again.
+    CheckRunRerequested(CheckRunEvent),
+    /// A button on the check run.
+    CheckRunRequestedAction(CheckRunEvent),
+    /// Someone asked for the check suite again.
+    CheckSuiteRerequested(CheckSuiteEvent),
+}
+
+/// A delivery as the queue sees it: its action and repository (for logs and the
+/// store), and the event when it is one the App acts on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub action: Option<String>,
+    pub repo: Option<String>,
+    /// `None`: acknowledged and ignored.
+    pub event: Option<Event>,
+}
+
+/// What the queue records about a job: its pull request and head sha.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Facts {
+    pub pr: Option<u64>,
+    pub head_sha: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EventError {
+    #[error("payload is not JSON: {0}")]
+    NotJson(serde_json::Error),
+    #[error("not a valid {event}.{action} payload: {error}")]
+    Invalid {
+        event: String,
+        action: String,
+        error: serde_json::Error,
+    },
+}
+
+#[derive(Deserialize)]
+struct Head {
+    #[serde(default)]
+    action: Option<String>,
+    #[serde(default)]
+    repository: Option<HeadRepo>,
+}
+
+#[derive(Deserialize)]
+struct HeadRepo {
+    #[serde(default)]
+    full_name: Option<String>,
+}
+
+/// The kinds of [`Event`], one per accepted `X-GitHub-Event` + `action`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    PullRequest,
+    WorkflowRunCompleted,
+    CheckRunRerequested,
+    CheckRunRequestedAction,
+    CheckSuiteRerequested,
+}
+
+/// The one table of what the App acts on.
+fn kind(name: &str, action: Option<&str>) -> Option<Kind> {
+    Some(match (name, action) {
+        ("pull_request", Some("opened" | "synchronize" | "reopened" | "ready_for_review")) => Kind::PullRequest,
+        ("workflow_run", Some("completed")) => Kind::WorkflowRunCompleted,
+        ("check_run", Some("rerequested")) => Kind::CheckRunRerequested,
+        ("check_run", Some("requested_action")) => Kind::CheckRunRequestedAction,
+        ("check_suite", Some("rerequested")) => Kind::CheckSuiteRerequested,
+        _ => return None,
+    })
+}
+
+impl Event {
+    /// Whether a delivery of `name` with `action` becomes work (the App manifest's
+    /// events must all have an accepted action).
+    pub fn accepts(name: &str, action: Option<&str>) -> bool {
+        kind(name, action).is_some()
+    }
+
+    /// Parse a delivery: `name` is the `X-GitHub-Event` header, `body` the raw payload.
+    /// An event the App does not act on is `event: None`.
+    pub fn parse(name: &str, body: &[u8]) -> Result<Delivery, EventError> {
+        let head: Head = serde_json::from_slice(body).map_err(EventError::NotJson)?;
+        let action = head.action.clone();
+        let repo = head.repository.and_then(|r| r.full_name);
+        let typed = |make: fn(&[u8]) -> Result<Event, serde_json::Error>| {
+            make(body).map_err(|error| EventError::Invalid {
+                event: name.to_owned(),
+                action: action.clone().unwrap_or_default(),
+                error,
+            })
+        };
+        let event = match kind(name, action.as_deref()) {
+            Some(Kind::PullRequest) => Some(typed(|b| from(b).map(Event::PullRequest))?),
+            Some(Kind::WorkflowRunCompleted) => Some(typed(|b| from(b).map(Event::WorkflowRunCompleted))?),
+            Some(Kind::CheckRunRerequested) => Some(typed(|b| from(b).map(Event::CheckRunRerequested))?),
+            Some(Kind::CheckRunRequestedAction) => Some(typed(|b| from(b).map(Event::CheckRunRequestedAction))?),
+            Some(Kind::CheckSuiteRerequested) => Some(typed(|b| from(b).map(Event::CheckSuiteRerequested))?),
+            None => None,
+        };
+        Ok(Delivery { action, repo, event })
+    }
+
+    /// Where the event happened.
+    pub fn envelope(&self) -> &Envelope {
+        match self {
+            Event::PullRequest(e) => &e.envelope,
+            Event::WorkflowRunCompleted(e) => &e.envelope,
+            Event::CheckRunRerequested(e) | Event::CheckRunRequestedAction(e) => &e.envelope,
+            Event::CheckSuiteRerequested(e) => &e.envelope,
+        }
+    }
+
+    /// The pull request (the first one listed, for runs and suites) and the head sha.
+    pub fn facts(&self) -> Facts {
+        let first = |prs: &[NumberOnly]| prs.first().and_then(|p| p.number);
+        match self {
+            Event::PullRequest(e) => Facts {
+                pr: e.number(),
+                head_sha: Some(e.pull_request.head.sha.clone()),
+            },
+            Event::WorkflowRunCompleted(e) => Facts {
+                pr: e
+                    .workflow_run
+                    .pull_requests
+                    .as_deref()
+                    .and_then(|p| p.first())
+                    .and_then(|p| p.number),
+                head_sha: Some(e.workflow_run.head_sha.clone()),
+            },
+            Event::CheckRunRerequested(e) | Event::CheckRunRequestedAction(e) => Facts {
+                pr: first(&e.check_run.pull_requests),
+                head_sha: Some(e.check_run.head_sha.clone()),
+            },
+            Event::CheckSuiteRerequested(e) => Facts {
+                pr: first(&e.check_suite.pull_requests),
+                head_sha: Some(e.check_suite.head_sha.clone()),
+            },
+        }
+    }
+
+    /// A new head of a pull request makes queued work for its older heads moot.
+    pub fn is_new_head(&self) -> bool {
+        matches!(self, Event::PullRequest(_))
+    }
+
+    /// The button pressed, for `check_run` `requested_action`.
+    pub fn requested_action(&self) -> Option<RequestedAction> {
+        match self {
+            Event::CheckRunRequestedAction(e) => {
+                e.requested_action.as_ref().map(|a| RequestedAction::of(&a.identifier))
+            }
+            _ => None,
+        }
+    }
+}
+
+fn from<T: DeserializeOwned>(body: &[u8]) -> Result<T, serde_json::Error> {
+    serde_json::from_slice(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(name: &str, json: &str) -> Delivery {
+        Event::parse(name, json.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn the_table_of_accepted_events() {
+        let pr = r#"{"action":"A","number":7,"pull_request":{"head":{"sha":"h"},"base":{"sha":"b"}},"repository":{"full_name":"o/r"}}"#;
+        for (action, accepted) in [
+            ("opened", true),
+            ("synchronize", true),
+            ("reopened", true),
+            ("ready_for_review", true),
+            ("closed", false),
+            ("edited", false),
+        ] {
+            let d = parse("pull_request", &pr.replace('A', action));
+            assert_eq!(d.event.is_some(), accepted, "{action}");
+            assert_eq!(d.repo.as_deref(), Some("o/r"));
+        }
+        let d = parse("pull_request", &pr.replace('A', "opened"));
+        assert_eq!(
+            d.event.unwrap().facts(),
+            Facts {
+                pr: Some(7),
+                head_sha: Some("h".into())
+            }
+        );
+        let cr = r#"{"action":"A","check_run":{"name":"flakegate","head_sha":"h","pull_requests":[{"number":3}]},"requested_action":{"identifier":"rerun"},"repository":{"full_name":"o/r"},"installation":{"id":1}}"#;
+        let e = parse("check_run", &cr.replace('A', "requested_action")).event.unwrap();
+        assert_eq!(e.requested_action(), Some(RequestedAction::Rerun));
+        assert_eq!(e.facts().pr, Some(3));
+        assert_eq!(e.envelope().installation, Some(Installation { id: 1 }));
+        assert!(parse("check_run", &cr.replace('A', "rerequested")).event.is_some());
+        assert!(parse("check_run", &cr.replace('A', "completed")).event.is_none());
+        let wr = r#"{"action":"A","workflow_run":{"id":9,"head_sha":"h","path":"w.yml","pull_requests":[]},"repository":{"full_name":"o/r"}}"#;
+        assert!(parse("workflow_run", &wr.replace('A', "completed")).event.is_some());
+        assert!(parse("workflow_run", &wr.replace('A', "requested")).event.is_none());
+        let cs = r#"{"action":"A","check_suite":{"head_sha":"h","pull_requests":[]},"repository":{"full_name":"o/r"}}"#;
+        assert!(parse("check_suite", &cs.replace('A', "rerequested")).event.is_some());
+        assert!(parse("check_suite", &cs.replace('A', "requested")).event.is_none());
+        assert!(parse("push", r#"{"repository":{"full_name":"o/r"}}"#).event.is_none());
+        assert!(parse("ping", r#"{"zen":"z"}"#).event.is_none());
+        assert!(parse("pull_request", r#"{"repository":{"full_name":"o/r"}}"#)
+            .event
+            .is_none());
+    }
+
+    #[test]
+    fn malformed_accepted_events_and_non_json_are_errors() {
+        assert!(matches!(Event::parse("ping", b"nope"), Err(EventError::NotJson(_))));
+        let e = Event::parse(
+            "workflow_run",
+            br#"{"action":"completed","repository":{"full_name":"o/r"}}"#,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().starts_with("not a valid workflow_run.completed payload"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn button_identifiers_round_trip() {
+        for a in [RequestedAction::Rerun, RequestedAction::Reevaluate] {
+            assert_eq!(RequestedAction::of(a.identifier()), a);
+            assert!(a.identifier().chars().count() <= crate::github::types::ACTION_IDENTIFIER_LIMIT);
+        }
+    }
+}

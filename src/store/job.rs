@@ -1,0 +1,235 @@
+//! The queue's records — jobs, deliveries, retry policy, comment state — and the SQL and
+//! row mapping both backends share.
+
+use chrono::{DateTime, TimeZone as _, Utc};
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct JobId(pub i64);
+
+impl std::fmt::Display for JobId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobState {
+    /// Waiting for `next_attempt_at`.
+    Queued,
+    /// Leased by a worker until `lease_until`.
+    Running,
+    Done,
+    /// Gave up after the last attempt.
+    Dead,
+    /// A newer head commit of the same pull request made this job pointless.
+    Superseded,
+}
+
+impl JobState {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            JobState::Queued => "queued",
+            JobState::Running => "running",
+            JobState::Done => "done",
+            JobState::Dead => "dead",
+            JobState::Superseded => "superseded",
+        }
+    }
+
+    pub(super) fn parse(s: &str) -> anyhow::Result<Self> {
+        Ok(match s {
+            "queued" => JobState::Queued,
+            "running" => JobState::Running,
+            "done" => JobState::Done,
+            "dead" => JobState::Dead,
+            "superseded" => JobState::Superseded,
+            other => anyhow::bail!("unknown job state {other:?} in the store"),
+        })
+    }
+}
+
+/// A webhook delivery worth acting on, as the server records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewDelivery {
+    /// `X-GitHub-Delivery`; a redelivery carries the same id.
+    pub delivery_id: String,
+    /// `X-GitHub-Event`.
+    pub event: String,
+    pub action: Option<String>,
+    /// `owner/name`.
+    pub repo: Option<String>,
+    pub pr: Option<u64>,
+    pub head_sha: Option<String>,
+    /// The raw JSON body.
+    pub payload: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recorded {
+    Inserted(JobId),
+    /// This delivery id was recorded before; no second job.
+    Duplicate,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Job {
+    pub id: JobId,
+    pub delivery_id: String,
+    pub event: String,
+    pub action: Option<String>,
+    pub repo: Option<String>,
+    pub pr: Option<u64>,
+    pub head_sha: Option<String>,
+    pub payload: String,
+    pub state: JobState,
+    /// Failed attempts so far, counting leases that expired (a worker that died mid-job).
+    pub attempts: u32,
+    pub next_attempt_at: DateTime<Utc>,
+    pub lease_owner: Option<String>,
+    pub last_error: Option<String>,
+}
+
+/// What `fail` did with the job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failed {
+    Retry {
+        at: DateTime<Utc>,
+    },
+    /// Out of attempts: the job is dead and will not be claimed again.
+    Dead,
+    /// The worker's lease had expired and the job was claimed again: the failure is not
+    /// counted; the worker holding the lease now decides the outcome.
+    LeaseLost,
+}
+
+/// Attempts and exponential backoff: `base * 2^(attempts-1)`, at most `cap`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    pub max_attempts: u32,
+    pub base: Duration,
+    pub cap: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 5,
+            base: Duration::from_secs(30),
+            cap: Duration::from_secs(3600),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// Delay before the next try after `attempts` failures (attempts >= 1).
+    pub fn backoff(&self, attempts: u32) -> Duration {
+        let exp = attempts.saturating_sub(1).min(30);
+        self.base.saturating_mul(1u32 << exp).min(self.cap)
+    }
+}
+
+/// The sticky pull-request comment: its id and a hash of the body last written, so an
+/// unchanged comment is not edited again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommentState {
+    pub comment_id: u64,
+    pub body_sha256: String,
+}
+
+pub(crate) fn millis(t: DateTime<Utc>) -> i64 {
+    t.timestamp_millis()
+}
+
+pub(crate) fn from_millis(ms: i64) -> anyhow::Result<DateTime<Utc>> {
+    Utc.timestamp_millis_opt(ms)
+        .single()
+        .ok_or_else(|| anyhow::anyhow!("timestamp {ms} out of range in the store"))
+}
+
+pub(crate) fn duration_ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Columns of `jobs` in the order `JobRow` reads them.
+pub(crate) const JOB_COLUMNS: &str = "id, delivery_id, event, action, repo, pr, head_sha, payload, state, attempts, \
+                                      next_attempt_at, lease_owner, last_error";
+
+/// A `jobs` row as both backends decode it.
+pub(crate) type JobRow = (
+    i64,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+    Option<String>,
+    String,
+    String,
+    i64,
+    i64,
+    Option<String>,
+    Option<String>,
+);
+
+pub(crate) fn job_from_row(r: JobRow) -> anyhow::Result<Job> {
+    let (id, delivery_id, event, action, repo, pr, head_sha, payload, state, attempts, next, lease_owner, last_error) =
+        r;
+    Ok(Job {
+        id: JobId(id),
+        delivery_id,
+        event,
+        action,
+        repo,
+        pr: pr.map(|n| n as u64),
+        head_sha,
+        payload,
+        state: JobState::parse(&state)?,
+        attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+        next_attempt_at: from_millis(next)?,
+        lease_owner,
+        last_error,
+    })
+}
+
+/// SQL shared by both backends (sqlx binds `$n` on SQLite too).
+pub(crate) mod sql {
+    pub const RECORD: &str = "INSERT INTO jobs (delivery_id, event, action, repo, pr, head_sha, payload, state, \
+                              attempts, next_attempt_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, 'queued', 0, \
+                              $8, $8) ON CONFLICT (delivery_id) DO NOTHING RETURNING id";
+    /// Job updates by a worker hold only while it holds the lease (`lease_owner = $2`).
+    pub const COMPLETE: &str = "UPDATE jobs SET state = 'done', lease_owner = NULL, lease_until = NULL WHERE id = $1 \
+                                AND state = 'running' AND lease_owner = $2";
+    pub const RELEASE: &str = "UPDATE jobs SET state = 'queued', lease_owner = NULL, lease_until = NULL WHERE id = $1 \
+                               AND state = 'running' AND lease_owner = $2";
+    pub const BUMP_ATTEMPTS: &str = "UPDATE jobs SET attempts = attempts + 1, last_error = $3 WHERE id = $1 AND state \
+                                     = 'running' AND lease_owner = $2 RETURNING attempts";
+    /// Served by the `jobs_head` index.
+    pub const LATEST_DELIVERY: &str = "SELECT {columns} FROM jobs WHERE repo = $1 AND head_sha = $2 AND event = $3 \
+                                       AND action = $4 ORDER BY id DESC LIMIT 1";
+    pub const SET_RETRY: &str = "UPDATE jobs SET state = $2, next_attempt_at = $3, lease_owner = NULL, lease_until = \
+                                 NULL WHERE id = $1";
+    pub const SET_HEAD: &str = "INSERT INTO pr_heads (repo, pr, head_sha) VALUES ($1, $2, $3) ON CONFLICT (repo, pr) \
+                                DO UPDATE SET head_sha = excluded.head_sha";
+    pub const SUPERSEDE: &str = "UPDATE jobs SET state = 'superseded' WHERE repo = $1 AND pr = $2 AND state = \
+                                 'queued' AND head_sha IS NOT NULL AND head_sha <> $3";
+    pub const CURRENT_HEAD: &str = "SELECT head_sha FROM pr_heads WHERE repo = $1 AND pr = $2";
+    pub const CHECK_RUN: &str = "SELECT check_run_id FROM check_runs WHERE repo = $1 AND head_sha = $2";
+    pub const SET_CHECK_RUN: &str = "INSERT INTO check_runs (repo, head_sha, check_run_id) VALUES ($1, $2, $3) ON \
+                                     CONFLICT (repo, head_sha) DO UPDATE SET check_run_id = excluded.check_run_id";
+    pub const PUBLISHED: &str =
+        "SELECT digests FROM published_annotations WHERE repo = $1 AND head_sha = $2 AND check_run_id = $3";
+    pub const SET_PUBLISHED: &str = "INSERT INTO published_annotations (repo, head_sha, check_run_id, digests) VALUES \
+                                     ($1, $2, $3, $4) ON CONFLICT (repo, head_sha, check_run_id) DO UPDATE SET digests \
+                                     = excluded.digests";
+    pub const COMMENT: &str = "SELECT comment_id, body_sha256 FROM comments WHERE repo = $1 AND pr = $2";
+    pub const SET_COMMENT: &str = "INSERT INTO comments (repo, pr, comment_id, body_sha256) VALUES ($1, $2, $3, $4) \
+                                   ON CONFLICT (repo, pr) DO UPDATE SET comment_id = excluded.comment_id, body_sha256 \
+                                   = excluded.body_sha256";
+    /// The due job, or one whose lease expired. `{lock}` is `FOR UPDATE SKIP LOCKED` on
+    /// PostgreSQL; SQLite runs the statement under its single writer lock.
+    pub const CLAIM: &str = "UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = $2, attempts = \
+                             attempts + CASE WHEN state = 'running' THEN 1 ELSE 0 END WHERE id = (SELECT id FROM jobs \
+                             WHERE (state = 'queued' AND next_attempt_at <= $3) OR (state = 'running' AND lease_until \
+                             <= $3) ORDER BY next_attempt_at, id LIMIT 1 {lock}) RETURNING ";
+}

@@ -1,0 +1,518 @@
+//! The job worker: claims durable webhook jobs from the store, parses each into its typed
+//! [`Event`] and turns it into GitHub calls — a queued check run when a pull request gets a
+//! new head, an evaluation when a workflow run brings evidence ([`judge`]: fetch, the one
+//! pipeline in `evidence::assemble`, publish), re-evaluation and re-runs on request — and
+//! publishes the check run and the sticky comment idempotently ([`publishing`]).
+//!
+//! Failures never leave a check pending and never pass: a retryable GitHub error is retried
+//! with the store's backoff; anything else, and a job out of attempts, completes the check
+//! run as INCONCLUSIVE (conclusion `failure`) saying why.
+
+mod judge;
+mod publishing;
+
+use crate::evidence::assemble::{ConfigRead, Named};
+use crate::gate::config::{Config, CONFIG_PATH};
+use crate::github::event::{Envelope, Event, PullRequestEvent, RequestedAction};
+use crate::github::{
+    ArtifactLimits, CommitSha, GithubApp, GithubError, InstallationClient, InstallationId, RepoName, CHECK_NAME,
+};
+use crate::publish;
+use crate::runtime::{Clock, Shutdown, Task};
+use crate::store::{Failed, Job, NewDelivery, Store};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tracing::Instrument as _;
+
+/// The worker's own delayed job: when it comes due and the check run is still not completed,
+/// no evidence arrived in time and the check completes as INCONCLUSIVE saying what it waited for.
+pub const EVIDENCE_TIMEOUT_EVENT: &str = "flakegate_evidence_timeout";
+
+/// How the worker runs.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// Caps on the evidence artifact's download and extraction.
+    pub artifact_limits: ArtifactLimits,
+    /// How long a claimed job is ours before another worker may take it.
+    pub lease: Duration,
+    /// How often `run` looks for due jobs when the queue is empty.
+    pub poll_interval: Duration,
+    /// Lease owner name in the store.
+    pub worker_id: String,
+    /// Artifacts are extracted below this directory (one fresh subdirectory per job).
+    pub scratch_dir: PathBuf,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig {
+            artifact_limits: ArtifactLimits::default(),
+            lease: Duration::from_secs(600),
+            poll_interval: Duration::from_secs(1),
+            worker_id: default_worker_id(),
+            scratch_dir: std::env::temp_dir(),
+        }
+    }
+}
+
+/// A lease owner name unique to this process: host (containers all run as pid 1, so the pid
+/// alone would give every instance the same name), pid and start time.
+fn default_worker_id() -> String {
+    let host = ["FLY_MACHINE_ID", "HOSTNAME", "COMPUTERNAME"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| "local".to_owned());
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("flakegate-{host}-{}-{started:x}", std::process::id())
+}
+
+/// Claims and processes jobs.
+pub struct Worker {
+    store: Arc<Store>,
+    github: Arc<GithubApp>,
+    config: WorkerConfig,
+    clock: Clock,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("store", &self.store)
+            .field("github", &self.github)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a job did not finish.
+#[derive(Debug)]
+enum Failure {
+    /// Try again after the store's backoff.
+    Retryable(String),
+    /// Try again, not before this long (GitHub's `Retry-After` or rate-limit reset).
+    RetryAfter(String, std::time::Duration),
+    /// Retrying will not help: publish INCONCLUSIVE saying this.
+    Fatal(String),
+}
+
+impl From<GithubError> for Failure {
+    fn from(e: GithubError) -> Self {
+        if let GithubError::Retryable {
+            retry_after: Some(wait),
+            ..
+        } = &e
+        {
+            return Failure::RetryAfter(e.to_string(), *wait);
+        }
+        if e.is_retryable() {
+            Failure::Retryable(e.to_string())
+        } else {
+            Failure::Fatal(e.to_string())
+        }
+    }
+}
+
+/// Store errors are taken as passing (the database may be restarting).
+fn store_err(e: anyhow::Error) -> Failure {
+    Failure::Retryable(format!("store: {e:#}"))
+}
+
+fn fatal(msg: impl Into<String>) -> Failure {
+    Failure::Fatal(msg.into())
+}
+
+/// What a job acts on, read from its payload.
+struct Target {
+    client: Arc<InstallationClient>,
+    repo: RepoName,
+}
+
+/// The worker's own delayed job: the evidence deadline of a head.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct EvidenceTimeout {
+    #[serde(flatten)]
+    envelope: Envelope,
+    head_sha: String,
+    artifact: String,
+    workflows: Vec<String>,
+    timeout_minutes: u32,
+}
+
+/// A job's work, parsed from its stored payload.
+enum Work {
+    Event(Event),
+    EvidenceTimeout(EvidenceTimeout),
+}
+
+impl Work {
+    /// The job's work; `None` for a job the webhook would not have queued.
+    fn of(job: &Job) -> Result<Option<Work>, Failure> {
+        if job.event == EVIDENCE_TIMEOUT_EVENT {
+            return serde_json::from_str(&job.payload)
+                .map(|t| Some(Work::EvidenceTimeout(t)))
+                .map_err(|e| fatal(format!("stored evidence deadline is not valid: {e}")));
+        }
+        match Event::parse(&job.event, job.payload.as_bytes()) {
+            Ok(d) => Ok(d.event.map(Work::Event)),
+            Err(e) => Err(fatal(format!("stored {e}"))),
+        }
+    }
+
+    fn envelope(&self) -> &Envelope {
+        match self {
+            Work::Event(e) => e.envelope(),
+            Work::EvidenceTimeout(t) => &t.envelope,
+        }
+    }
+}
+
+impl Worker {
+    pub fn new(store: Arc<Store>, github: GithubApp, config: WorkerConfig, clock: Clock) -> Self {
+        Worker {
+            store,
+            github: Arc::new(github),
+            config,
+            clock,
+        }
+    }
+
+    fn now(&self) -> DateTime<Utc> {
+        (self.clock)()
+    }
+
+    /// For `server::serve_on`: run until shutdown.
+    pub fn into_task(self) -> Task {
+        Box::new(move |shutdown| Box::pin(async move { self.run(shutdown).await }))
+    }
+
+    /// Claim and process jobs until none is due; returns how many were processed.
+    pub async fn run_until_idle(&self) -> anyhow::Result<usize> {
+        let mut n = 0;
+        while let Some(job) = self
+            .store
+            .claim(&self.config.worker_id, self.now(), self.config.lease)
+            .await?
+        {
+            self.handle(&job).await?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Poll for jobs until `shutdown`; a job in hand when it fires is released untouched.
+    pub async fn run(&self, shutdown: Shutdown) -> anyhow::Result<()> {
+        loop {
+            if shutdown.is_triggered() {
+                return Ok(());
+            }
+            let job = match self
+                .store
+                .claim(&self.config.worker_id, self.now(), self.config.lease)
+                .await
+            {
+                Ok(j) => j,
+                Err(e) => {
+                    tracing::error!("claiming a job failed: {e:#}");
+                    None
+                }
+            };
+            match job {
+                Some(job) => {
+                    tokio::select! {
+                        r = self.handle(&job) => {
+                            if let Err(e) = r {
+                                tracing::error!(job = %job.id, "job bookkeeping failed: {e:#}");
+                            }
+                        }
+                        _ = shutdown.clone().triggered() => {
+                            tracing::info!(job = %job.id, "shutting down: releasing the job in hand");
+                            self.store.release(job.id, &self.config.worker_id).await?;
+                            return Ok(());
+                        }
+                    }
+                }
+                None => {
+                    tokio::select! {
+                        _ = tokio::time::sleep(self.config.poll_interval) => {}
+                        _ = shutdown.clone().triggered() => return Ok(()),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Process one claimed job and record the outcome in the store.
+    async fn handle(&self, job: &Job) -> anyhow::Result<()> {
+        let span = tracing::info_span!(
+            "job",
+            job = %job.id,
+            delivery_id = %job.delivery_id,
+            event = %job.event,
+            action = job.action.as_deref().unwrap_or(""),
+            repository = job.repo.as_deref().unwrap_or(""),
+            pull_request = job.pr.unwrap_or(0),
+            sha = job.head_sha.as_deref().unwrap_or(""),
+        );
+        async {
+            let policy = self.store.policy();
+            if job.attempts >= policy.max_attempts {
+                // Out of attempts through expired leases (a worker died mid-job each time).
+                let why = job
+                    .last_error
+                    .clone()
+                    .unwrap_or_else(|| "the worker stopped while evaluating".into());
+                self.give_up(job, &format!("gave up after {} attempts: {why}", job.attempts))
+                    .await;
+                return self.complete(job).await;
+            }
+            match self.process(job).await {
+                Ok(()) => self.complete(job).await,
+                Err(failure @ (Failure::Retryable(_) | Failure::RetryAfter(..))) => {
+                    let now = self.now();
+                    let (msg, not_before) = match failure {
+                        Failure::RetryAfter(msg, wait) => (msg, chrono::Duration::from_std(wait).ok().map(|w| now + w)),
+                        Failure::Retryable(msg) | Failure::Fatal(msg) => (msg, None),
+                    };
+                    match self
+                        .store
+                        .fail_not_before(job.id, &self.config.worker_id, &msg, now, not_before)
+                        .await?
+                    {
+                        Failed::Retry { at } => {
+                            tracing::warn!(%at, "will retry: {msg}");
+                            Ok(())
+                        }
+                        Failed::Dead => {
+                            tracing::error!("out of attempts: {msg}");
+                            self.give_up(job, &format!("gave up after {} attempts: {msg}", policy.max_attempts))
+                                .await;
+                            Ok(())
+                        }
+                        Failed::LeaseLost => {
+                            tracing::warn!("lease lost while failing ({msg}); the worker now holding the job decides");
+                            Ok(())
+                        }
+                    }
+                }
+                Err(Failure::Fatal(msg)) => {
+                    tracing::error!("cannot evaluate: {msg}");
+                    self.give_up(job, &msg).await;
+                    self.complete(job).await
+                }
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Mark the job done if we still hold its lease; a lease lost to another worker is logged.
+    async fn complete(&self, job: &Job) -> anyhow::Result<()> {
+        if !self.store.complete(job.id, &self.config.worker_id).await? {
+            tracing::warn!("lease lost before completing: another worker has claimed this job");
+        }
+        Ok(())
+    }
+
+    /// Whether `head` is no longer the head of `repo`#`pr`.
+    async fn superseded(&self, repo: &str, pr: u64, head: &str) -> Result<bool, Failure> {
+        let current = self.store.current_head(repo, pr).await.map_err(store_err)?;
+        Ok(current.is_some_and(|c| c != head))
+    }
+
+    fn target(&self, envelope: &Envelope) -> Result<Target, Failure> {
+        let installation = envelope
+            .installation
+            .ok_or_else(|| fatal("the webhook payload names no installation"))?;
+        let full_name = &envelope.repository.full_name;
+        let repo = RepoName::parse(full_name)
+            .ok_or_else(|| fatal(format!("bad repository name {full_name:?} in the payload")))?;
+        let client = self.github.installation(InstallationId(installation.id))?;
+        Ok(Target { client, repo })
+    }
+
+    async fn process(&self, job: &Job) -> Result<(), Failure> {
+        if let (Some(repo), Some(pr), Some(sha)) = (&job.repo, job.pr, &job.head_sha) {
+            if self.superseded(repo, pr, sha).await? {
+                tracing::info!("superseded by a newer head; skipped");
+                return Ok(());
+            }
+        }
+        let Some(work) = Work::of(job)? else {
+            tracing::info!("no work for {}.{}", job.event, job.action.as_deref().unwrap_or(""));
+            return Ok(());
+        };
+        if let Work::Event(Event::CheckRunRerequested(e) | Event::CheckRunRequestedAction(e)) = &work {
+            if e.check_run.name.as_deref().is_some_and(|n| n != CHECK_NAME) {
+                tracing::info!("another app's check run; ignored");
+                return Ok(());
+            }
+        }
+        let t = self.target(work.envelope())?;
+        match work {
+            Work::Event(Event::PullRequest(e)) => self.pull_request(&t, &e).await,
+            Work::Event(Event::WorkflowRunCompleted(e)) => self.workflow_run(&t, &e.workflow_run).await,
+            Work::EvidenceTimeout(deadline) => self.evidence_timeout(&t, &deadline).await,
+            Work::Event(Event::CheckRunRerequested(e)) => self.reevaluate(&t, &e.check_run.head_sha).await,
+            Work::Event(Event::CheckSuiteRerequested(e)) => self.reevaluate(&t, &e.check_suite.head_sha).await,
+            Work::Event(ref event @ Event::CheckRunRequestedAction(ref e)) => match event.requested_action() {
+                Some(RequestedAction::Rerun) => self.rerun(&t, &e.check_run.head_sha).await,
+                Some(RequestedAction::Reevaluate) => self.reevaluate(&t, &e.check_run.head_sha).await,
+                other => {
+                    tracing::info!(identifier = ?other.as_ref().map(|a| a.identifier()), "unknown requested action; ignored");
+                    Ok(())
+                }
+            },
+        }
+    }
+
+    /// The repository configuration at `sha` (defaults when there is none).
+    async fn config_at(&self, t: &Target, sha: &CommitSha) -> Result<ConfigRead, Failure> {
+        let file = t
+            .client
+            .file_at(&t.repo, CONFIG_PATH, sha)
+            .await?
+            .map(|b| Named::new(format!("{sha}:{CONFIG_PATH}"), b));
+        ConfigRead::from_file(file.as_ref()).map_err(|e| fatal(format!("repository config: {e}")))
+    }
+
+    // ---- pull_request: a queued check run ---------------------------------------------------
+
+    async fn pull_request(&self, t: &Target, e: &PullRequestEvent) -> Result<(), Failure> {
+        let head = CommitSha::from(e.pull_request.head.sha.as_str());
+        let base = CommitSha::from(e.pull_request.base.sha.as_str());
+        let repo = t.repo.to_string();
+        // A check run for this head already exists (queued, or already judged): leave it.
+        if self
+            .store
+            .check_run_id(&repo, head.as_str())
+            .await
+            .map_err(store_err)?
+            .is_some()
+        {
+            tracing::info!("check run already exists for this head");
+            return Ok(());
+        }
+        if let Some(run) = t
+            .client
+            .find_check_run(&t.repo, &head, CHECK_NAME, head.as_str())
+            .await?
+        {
+            self.store
+                .set_check_run_id(&repo, head.as_str(), run.id)
+                .await
+                .map_err(store_err)?;
+            return Ok(());
+        }
+        let config = self.config_at(t, &base).await?.config;
+        let fields = publish::queued(head.as_str(), &config);
+        let run = t.client.create_check_run(&t.repo, &head, &fields).await?;
+        self.store
+            .set_check_run_id(&repo, head.as_str(), run.id)
+            .await
+            .map_err(store_err)?;
+        tracing::info!(check_run = run.id, "check run queued");
+        self.schedule_timeout(e, &t.repo, head.as_str(), &config).await
+    }
+
+    /// Queue the evidence deadline for this head (once: the delivery id is derived from it).
+    async fn schedule_timeout(
+        &self,
+        e: &PullRequestEvent,
+        repo: &RepoName,
+        head: &str,
+        config: &Config,
+    ) -> Result<(), Failure> {
+        let minutes = config.evidence.timeout_minutes;
+        let due = self.now() + chrono::Duration::minutes(i64::from(minutes));
+        let deadline = EvidenceTimeout {
+            envelope: Envelope {
+                repository: crate::github::event::Repository {
+                    full_name: repo.to_string(),
+                },
+                installation: e.envelope.installation,
+            },
+            head_sha: head.to_owned(),
+            artifact: config.evidence.artifact.clone(),
+            workflows: config.evidence.workflows.clone(),
+            timeout_minutes: minutes,
+        };
+        let delivery = NewDelivery {
+            delivery_id: format!("{EVIDENCE_TIMEOUT_EVENT}/{repo}/{head}"),
+            event: EVIDENCE_TIMEOUT_EVENT.to_owned(),
+            action: None,
+            repo: Some(repo.to_string()),
+            pr: e.pull_request.number,
+            head_sha: Some(head.to_owned()),
+            payload: serde_json::to_string(&deadline).map_err(|e| fatal(format!("evidence deadline: {e}")))?,
+        };
+        self.store.record_delivery(&delivery, due).await.map_err(store_err)?;
+        Ok(())
+    }
+
+    /// The deadline came: a check run still waiting completes as INCONCLUSIVE.
+    async fn evidence_timeout(&self, t: &Target, d: &EvidenceTimeout) -> Result<(), Failure> {
+        let head = d.head_sha.as_str();
+        let sha = CommitSha::from(head);
+        let run = t.client.find_check_run(&t.repo, &sha, CHECK_NAME, head).await?;
+        match run {
+            Some(run) if run.status != "completed" => {
+                let from = if d.workflows.is_empty() {
+                    "any workflow run".to_owned()
+                } else {
+                    format!("workflow {}", d.workflows.join(" or "))
+                };
+                let why = format!(
+                    "no evidence arrived within {} minutes: waited for the artifact `{}` from {from} on \
+                     `{head}`. Was the evidence workflow path-filtered away, cancelled, or never added \
+                     (`templates/workflows/flakegate-evidence.yml`)?",
+                    d.timeout_minutes, d.artifact
+                );
+                let fields = publish::inconclusive(head, &why);
+                let id = self.upsert_check(t, &sha, &fields).await?;
+                tracing::warn!(check_run = id, "evidence timed out: {why}");
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn github_waits_become_the_retry_time() {
+        let wait = std::time::Duration::from_secs(7);
+        let e = GithubError::Retryable {
+            retry_after: Some(wait),
+            message: "429".into(),
+        };
+        assert!(matches!(Failure::from(e), Failure::RetryAfter(_, w) if w == wait));
+        let e = GithubError::Retryable {
+            retry_after: None,
+            message: "502".into(),
+        };
+        assert!(matches!(Failure::from(e), Failure::Retryable(_)));
+        assert!(matches!(
+            Failure::from(GithubError::NotFound("x".into())),
+            Failure::Fatal(_)
+        ));
+    }
+
+    #[test]
+    fn inconclusive_is_failure_and_says_why() {
+        let f = publish::inconclusive("abc", "GitHub said 500");
+        assert_eq!(f.conclusion, Some(crate::github::Conclusion::Failure));
+        let out = f.output.unwrap();
+        assert!(out.title.starts_with("INCONCLUSIVE"));
+        assert!(out.summary.contains("GitHub said 500"));
+    }
+}
