@@ -10,20 +10,20 @@
 //!   root), [`server`] (the App's HTTP face: verify, dedupe, queue) and [`worker`]
 //!   (claim a job → typed event → fetch → assemble → publish);
 //! - **adapters** — [`evidence`] (evidence from disk, and `evidence::assemble`, the one
-//!   pipeline both faces run), [`publish`] and [`render`] (what a report looks like on
+//!   pipeline both faces run), [`publish`] and `render` (what a report looks like on
 //!   GitHub and on a terminal), [`github`] (events, types, client), [`store`] (the
-//!   durable job queue), [`probe`] (running a suite K times), [`app_config`];
+//!   durable job queue), `probe` (running a suite K times), `app_config`;
 //! - **the gate** — [`gate`]: pure decision logic, plain data in, a `Report` out;
 //! - **leaves** — [`runtime`] (clock, shutdown).
 
-pub mod app_config;
+pub(crate) mod app_config;
 pub mod cli;
 pub mod evidence;
 pub mod gate;
 pub mod github;
-pub mod probe;
+pub(crate) mod probe;
 pub mod publish;
-pub mod render;
+pub(crate) mod render;
 pub mod runtime;
 pub mod server;
 pub mod store;

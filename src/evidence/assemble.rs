@@ -91,12 +91,12 @@ impl ConfigRead {
 }
 
 /// Bytes of `.github/flakegate.yml` (or a `--config` file) → the config, or a located error.
-pub fn parse_config_bytes(name: &str, bytes: &[u8]) -> Result<Config, InputError> {
+fn parse_config_bytes(name: &str, bytes: &[u8]) -> Result<Config, InputError> {
     parse_config(name, &text_of(name, bytes)?)
 }
 
 /// A ledger file's bytes, validated: not UTF-8 is one more problem, located.
-pub fn parse_ledger_bytes(name: &str, bytes: &[u8], max_freeze_days: Option<u32>) -> Result<Ledger, Vec<InputError>> {
+fn parse_ledger_bytes(name: &str, bytes: &[u8], max_freeze_days: Option<u32>) -> Result<Ledger, Vec<InputError>> {
     text_of(name, bytes)
         .map_err(|e| vec![e])
         .and_then(|t| parse_ledger(name, &t, max_freeze_days))

@@ -279,7 +279,7 @@ impl<R: std::io::Read> std::io::Read for HashingReader<R> {
 }
 
 /// sha256 of a file, streamed (coverage files reach gigabytes).
-pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+fn sha256_file(path: &Path) -> std::io::Result<String> {
     use sha2::Digest;
     use std::io::Read;
     let mut f = std::fs::File::open(path)?;

@@ -104,7 +104,6 @@ pub struct RunRecord {
 /// Progress of the runs, delivered on the calling thread.
 #[derive(Debug)]
 pub enum Event<'a> {
-    Started { index: u32, running: usize },
     Finished { record: &'a RunRecord, done: u32 },
 }
 
@@ -116,7 +115,7 @@ impl RunPlan {
         self.logs_dir.join(format!("run-{index}.log"))
     }
     /// The argument vector of run `index` (program first).
-    pub fn argv(&self, index: u32) -> Vec<String> {
+    fn argv(&self, index: u32) -> Vec<String> {
         let results = self.results_path(index).display().to_string();
         self.command
             .iter()
@@ -143,7 +142,7 @@ pub fn guess_ext(command: &[String]) -> &'static str {
 pub fn execute(plan: &RunPlan, on_event: &mut dyn FnMut(Event<'_>)) -> Vec<RunRecord> {
     let jobs = plan.jobs.clamp(1, plan.runs.max(1) as usize);
     let next = AtomicU32::new(1);
-    let (tx, rx) = mpsc::channel::<Msg>();
+    let (tx, rx) = mpsc::channel::<RunRecord>();
     let mut records: Vec<Option<RunRecord>> = vec![None; plan.runs as usize];
     std::thread::scope(|scope| {
         for _ in 0..jobs {
@@ -154,40 +153,22 @@ pub fn execute(plan: &RunPlan, on_event: &mut dyn FnMut(Event<'_>)) -> Vec<RunRe
                 if index > plan.runs {
                     break;
                 }
-                if tx.send(Msg::Started(index)).is_err() {
-                    break;
-                }
                 let record = run_one(plan, index);
-                if tx.send(Msg::Finished(record)).is_err() {
+                if tx.send(record).is_err() {
                     break;
                 }
             });
         }
         drop(tx);
-        let mut running = 0usize;
         let mut done = 0u32;
-        for msg in rx {
-            match msg {
-                Msg::Started(index) => {
-                    running += 1;
-                    on_event(Event::Started { index, running });
-                }
-                Msg::Finished(record) => {
-                    running = running.saturating_sub(1);
-                    done += 1;
-                    on_event(Event::Finished { record: &record, done });
-                    let i = record.index as usize - 1;
-                    records[i] = Some(record);
-                }
-            }
+        for record in rx {
+            done += 1;
+            on_event(Event::Finished { record: &record, done });
+            let i = record.index as usize - 1;
+            records[i] = Some(record);
         }
     });
     records.into_iter().flatten().collect()
-}
-
-enum Msg {
-    Started(u32),
-    Finished(RunRecord),
 }
 
 fn run_one(plan: &RunPlan, index: u32) -> RunRecord {

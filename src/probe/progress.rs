@@ -55,7 +55,6 @@ impl Progress {
 
     pub fn on_event(&mut self, ev: Event<'_>) {
         match ev {
-            Event::Started { .. } => {}
             Event::Finished { record, done } => {
                 let failed = self.note_failures(record);
                 let so_far = match self.failing.len() {

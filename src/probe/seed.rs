@@ -60,7 +60,7 @@ fn hash_label(kind: &str, label: &str) -> u32 {
 }
 
 /// Quote a word for a POSIX shell: bare when it is plainly safe, else in single quotes.
-pub fn sh_quote(s: &str) -> String {
+fn sh_quote(s: &str) -> String {
     let safe = !s.is_empty()
         && s.chars().all(|c| {
             c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | ':' | '=' | '@' | '%' | '+' | ',')
@@ -73,12 +73,12 @@ pub fn sh_quote(s: &str) -> String {
 }
 
 /// Single-quote a word whatever it holds (node ids are always quoted in replay lines).
-pub fn always_quote(s: &str) -> String {
+fn always_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 /// Is this command pytest (`pytest`, `py.test`, `python -m pytest`)?
-pub fn is_pytest(command: &[String]) -> bool {
+fn is_pytest(command: &[String]) -> bool {
     let base = |w: &str| w.rsplit('/').next().unwrap_or(w).to_string();
     command.iter().enumerate().any(|(i, w)| {
         let b = base(w);
@@ -88,7 +88,7 @@ pub fn is_pytest(command: &[String]) -> bool {
 
 /// The command without its results arguments: words holding `{results}` are
 /// dropped, and so is a bare option directly before one (`--junitxml {results}`).
-pub fn without_results_args(command: &[String]) -> Vec<String> {
+fn without_results_args(command: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for w in command {
         if w.contains(crate::probe::exec::PLACEHOLDER) {

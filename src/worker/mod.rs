@@ -1,8 +1,8 @@
 //! The job worker: claims durable webhook jobs from the store, parses each into its typed
 //! [`Event`] and turns it into GitHub calls — a queued check run when a pull request gets a
-//! new head, an evaluation when a workflow run brings evidence ([`judge`]: fetch, the one
+//! new head, an evaluation when a workflow run brings evidence (`judge`: fetch, the one
 //! pipeline in `evidence::assemble`, publish), re-evaluation and re-runs on request — and
-//! publishes the check run and the sticky comment idempotently ([`publishing`]).
+//! publishes the check run and the sticky comment idempotently (`publishing`).
 //!
 //! Failures never leave a check pending and never pass: a retryable GitHub error is retried
 //! with the store's backoff; anything else, and a job out of attempts, completes the check
