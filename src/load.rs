@@ -11,10 +11,10 @@
 //! ```
 
 use crate::gate::coverage::{self, Coverage, PathMatcher};
+use crate::gate::input::{parse_meta, Evidence};
 use crate::gate::nodeid::TestId;
 use crate::gate::probe::{self, Probe};
 use crate::gate::results::{self, TestResults};
-use crate::gate::verdict::{parse_meta, Evidence};
 use crate::gate::{InputDigest, InputError, Ledger, Location, Patch};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! documented default; unknown keys are rejected with their line and column, so
 //! a typo never silently turns a knob off.
 
-use crate::gate::{InputError, Location};
+use crate::gate::error::{InputError, Location};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -247,8 +247,8 @@ pub fn read_json<R: std::io::Read>(
     file: &str,
     reader: R,
     matcher: &PathMatcher,
-) -> Result<Coverage, crate::gate::InputError> {
-    use crate::gate::{InputError, Location};
+) -> Result<Coverage, crate::gate::error::InputError> {
+    use crate::gate::error::{InputError, Location};
     use serde::de::DeserializeSeed;
 
     let mut guard = json::Utf8Guard::new(reader);
@@ -963,7 +963,7 @@ mod tests {
         "src/shop/util.py",
     ];
 
-    fn read(bytes: &[u8], paths: &[&str]) -> Result<Coverage, crate::gate::InputError> {
+    fn read(bytes: &[u8], paths: &[&str]) -> Result<Coverage, crate::gate::error::InputError> {
         read_json("coverage.json", bytes, &PathMatcher::new(paths.iter().copied()))
     }
 
@@ -1204,7 +1204,7 @@ mod tests {
         assert!(cov.has_test_contexts);
     }
 
-    fn err(bytes: &[u8]) -> crate::gate::InputError {
+    fn err(bytes: &[u8]) -> crate::gate::error::InputError {
         read(bytes, &SHOP).expect_err("must fail")
     }
 

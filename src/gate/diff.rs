@@ -33,7 +33,7 @@
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
-use crate::gate::{InputError, Location};
+use crate::gate::error::{InputError, Location};
 
 /// What happened to a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

@@ -6,8 +6,8 @@
 //! [`json_spans`], a small reader that keeps the line and column of every
 //! value and key. Every problem is collected, not just the first.
 
+use crate::gate::error::{InputError, Location};
 use crate::gate::nodeid::TestId;
-use crate::gate::{InputError, Location};
 use chrono::NaiveDate;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -330,7 +330,7 @@ fn check_node_id(t: &str) -> Result<(), &'static str> {
 /// characters) of every value and key. Nesting is bounded by serde_json's
 /// recursion limit, which is checked first.
 pub(crate) mod json_spans {
-    use crate::gate::{InputError, Location};
+    use crate::gate::error::{InputError, Location};
 
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Pos {

@@ -1,9 +1,9 @@
 //! The probe: the base tree's suite run K times. A test failing 0/K or K/K
 //! times is stable; anything else is unstable and is not evidence.
 
+use crate::gate::error::{InputError, Location};
 use crate::gate::nodeid::TestId;
 use crate::gate::results::{Outcome, TestResults};
-use crate::gate::{InputError, Location};
 use serde::Serialize;
 use std::collections::BTreeMap;
 

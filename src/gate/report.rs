@@ -2,10 +2,10 @@
 //! check run embeds and an agent acts on. Documented field by field in
 //! `docs/evidence-record.md`; bump [`SCHEMA_VERSION`] on any breaking change.
 
+use crate::gate::error::Location;
 use crate::gate::nodeid::{Phase, TestId};
 use crate::gate::probe::Stability;
 use crate::gate::results::Outcome;
-use crate::gate::Location;
 use serde::Serialize;
 use std::collections::BTreeSet;
 

@@ -1,8 +1,8 @@
 //! Test results of a run: pytest's report-log JSON lines and JUnit XML
 //! (xunit1 and xunit2), reduced to one outcome per node id.
 
+use crate::gate::error::{InputError, Location};
 use crate::gate::nodeid::{junit_key, Phase, TestId};
-use crate::gate::{InputError, Location};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -6,8 +6,8 @@
 //! configuration, the flakegate config, and `# pragma: no cover` added to code.
 
 use crate::gate::diff::{AddedLine, FileChange, Patch, RemovedLine, Scope};
+use crate::gate::error::Location;
 use crate::gate::report::{Reason, ReasonCode};
-use crate::gate::Location;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// Keys whose change alters what coverage measures or which tests pytest collects.
@@ -310,10 +310,12 @@ impl LedgerChange {
 }
 
 /// The patch's ledger edits, entry by entry, sorted by test.
-pub fn ledger_changes(base: &crate::gate::Ledger, head: &crate::gate::Ledger) -> Vec<LedgerChange> {
+pub fn ledger_changes(base: &crate::gate::ledger::Ledger, head: &crate::gate::ledger::Ledger) -> Vec<LedgerChange> {
     use std::collections::BTreeMap;
-    let b: BTreeMap<&str, &crate::gate::FreezeEntry> = base.entries.iter().map(|e| (e.test.as_str(), e)).collect();
-    let h: BTreeMap<&str, &crate::gate::FreezeEntry> = head.entries.iter().map(|e| (e.test.as_str(), e)).collect();
+    let b: BTreeMap<&str, &crate::gate::ledger::FreezeEntry> =
+        base.entries.iter().map(|e| (e.test.as_str(), e)).collect();
+    let h: BTreeMap<&str, &crate::gate::ledger::FreezeEntry> =
+        head.entries.iter().map(|e| (e.test.as_str(), e)).collect();
     let mut out = Vec::new();
     for (test, he) in &h {
         match b.get(test) {
@@ -372,7 +374,7 @@ pub fn ledger_changes(base: &crate::gate::Ledger, head: &crate::gate::Ledger) ->
 #[cfg(test)]
 mod ledger_change_tests {
     use super::*;
-    use crate::gate::{FreezeEntry, Ledger};
+    use crate::gate::ledger::{FreezeEntry, Ledger};
 
     fn e(test: &str, owner: &str, expires: &str) -> FreezeEntry {
         FreezeEntry {
@@ -986,7 +988,7 @@ fn at_removed(fc: &FileChange, old_line: u32) -> Location {
 /// cannot show counts for every test of that file (conservative). Tests are
 /// matched by function name (the last `::` part of the node id, without its
 /// `[…]` parameters), not by class.
-pub fn tests_touched_by(patch: &Patch, test: &crate::gate::TestId) -> bool {
+pub fn tests_touched_by(patch: &Patch, test: &crate::gate::nodeid::TestId) -> bool {
     let file = test.file();
     let Some(fc) = patch.files.iter().find(|f| f.path == file) else {
         return false;
@@ -1113,7 +1115,7 @@ pub(crate) mod weakening_tests {
         let p = Patch {
             files: vec![fc("tests/test_a.py", &["def test_new(x):", "    assert x"], &[])],
         };
-        let touched = |t: &str| tests_touched_by(&p, &crate::gate::TestId::new(t));
+        let touched = |t: &str| tests_touched_by(&p, &crate::gate::nodeid::TestId::new(t));
         assert!(touched("tests/test_a.py::test_new[1]"));
         assert!(!touched("tests/test_a.py::test_old"));
         assert!(!touched("tests/test_b.py::test_new"));
@@ -1176,7 +1178,7 @@ index 09d439a..0d9c90f 100644
 
     #[test]
     fn tests_the_patch_modifies_at_the_function_level() {
-        let touched = |diff: &str, t: &str| tests_touched_by(&parse(diff), &crate::gate::TestId::new(t));
+        let touched = |diff: &str, t: &str| tests_touched_by(&parse(diff), &crate::gate::nodeid::TestId::new(t));
         // A new test beside an old one: the old one is not the patch's.
         assert!(!touched(
             NEW_TEST_BESIDE_AN_OLD_ONE,
@@ -1218,13 +1220,13 @@ index 09d439a..0d9c90f 100644
             "tests/test_cart.py::TestCart::test_total",
             "tests/test_cart.py::test_stocked_subtotal",
         ] {
-            assert!(tests_touched_by(&p, &crate::gate::TestId::new(t)), "{t}");
+            assert!(tests_touched_by(&p, &crate::gate::nodeid::TestId::new(t)), "{t}");
         }
         // A comment-only change touches no test.
         let diff = "diff --git a/tests/test_cart.py b/tests/test_cart.py\n--- a/tests/test_cart.py\n+++ b/tests/test_cart.py\n@@ -12 +12 @@\n-        # old note\n+        # new note\n";
         assert!(!tests_touched_by(
             &parse(diff),
-            &crate::gate::TestId::new("tests/test_cart.py::TestCart::test_total")
+            &crate::gate::nodeid::TestId::new("tests/test_cart.py::TestCart::test_total")
         ));
     }
 

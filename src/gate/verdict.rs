@@ -5,69 +5,16 @@
 //! group in table order; the first decides the verdict.
 
 use crate::gate::config::{Config, PathGlobs, SignalLevel};
-use crate::gate::coverage::{Coverage, FileCoverage, LineWitnesses};
-use crate::gate::diff::{FileChange, FileStatus, Patch};
+use crate::gate::coverage::{FileCoverage, LineWitnesses};
+use crate::gate::diff::{FileChange, FileStatus};
+use crate::gate::error::Location;
+use crate::gate::input::GateInput;
 use crate::gate::ledger::Ledger;
 use crate::gate::nodeid::{Phase, TestId};
 use crate::gate::probe::{self, Probe, Stability};
 use crate::gate::report::*;
-use crate::gate::results::{Outcome, TestResults};
-use crate::gate::{InputError, Location};
-use chrono::NaiveDate;
-use serde::{Deserialize, Serialize};
+use crate::gate::results::Outcome;
 use std::collections::BTreeMap;
-
-/// `meta.json` of the evidence directory.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
-pub struct Meta {
-    pub base_sha: Option<String>,
-    pub head_sha: Option<String>,
-    pub k: Option<u32>,
-    pub seed: Option<u64>,
-    pub test_command: Option<String>,
-    /// The workflow file that produced the evidence, when CI records it.
-    pub workflow: Option<String>,
-}
-
-pub fn parse_meta(file: &str, text: &str) -> Result<Meta, InputError> {
-    serde_json::from_str(text).map_err(|e| InputError::json(file, &e))
-}
-
-/// The evidence as read. A part that could not be read is `None` and its
-/// error is in `problems`: the gate then says INCONCLUSIVE, naming it.
-#[derive(Debug, Clone, Default)]
-pub struct Evidence {
-    pub coverage: Option<Coverage>,
-    /// Where the coverage came from (for messages).
-    pub coverage_file: Option<String>,
-    pub results: Option<TestResults>,
-    pub probe: Option<Probe>,
-    pub meta: Option<Meta>,
-    pub problems: Vec<InputError>,
-    /// The ledger as the patch leaves it (head side). Never used to decide what
-    /// is frozen — the base ledger is — only to report the patch's own edits
-    /// and catch a patch freezing its own witnesses.
-    pub head_ledger: Option<Ledger>,
-    /// CODEOWNERS at the base commit: owners of changed lines no stable test witnesses.
-    pub codeowners: Option<crate::gate::codeowners::CodeOwners>,
-}
-
-/// Everything the gate decides on.
-#[derive(Debug, Clone)]
-pub struct GateInput<'a> {
-    pub patch: &'a Patch,
-    /// The ledger, or every problem found in it.
-    pub ledger: &'a Result<Ledger, Vec<InputError>>,
-    pub config: &'a Config,
-    pub evidence: &'a Evidence,
-    pub today: NaiveDate,
-    pub base_sha: Option<String>,
-    pub head_sha: Option<String>,
-    pub inputs: Vec<InputDigest>,
-    /// The workflow file that produced the evidence (`.github/workflows/flakegate-evidence.yml`),
-    /// when known; else `meta.json`'s `workflow`.
-    pub workflow: Option<String>,
-}
 
 /// Decide.
 pub fn evaluate(input: &GateInput<'_>) -> Report {
@@ -871,20 +818,6 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
         }),
         inputs: input.inputs.clone(),
         notes,
-    }
-}
-
-impl GateInput<'_> {
-    /// The path of the input with this role (`meta`, `coverage`, …), when given.
-    fn input_path(&self, role: &str) -> Option<String> {
-        self.inputs.iter().find(|i| i.role == role).map(|i| i.path.clone())
-    }
-    fn ledger_file_name(&self) -> String {
-        self.inputs
-            .iter()
-            .find(|i| i.role == "ledger")
-            .map(|i| i.path.clone())
-            .unwrap_or_else(|| self.config.ledger.clone())
     }
 }
 

@@ -2,11 +2,16 @@
 //! project's real evidence is exercised in `tests/`.
 
 use super::*;
+use crate::gate::coverage::Coverage;
 use crate::gate::coverage::CoverageFormat;
-use crate::gate::diff::{AddedLine, Deletion, Scope};
+use crate::gate::diff::{AddedLine, Deletion, Patch, Scope};
+use crate::gate::error::InputError;
+use crate::gate::input::{Evidence, Meta};
 use crate::gate::ledger::FreezeEntry;
 use crate::gate::probe::ProbeCounts;
 use crate::gate::results::TestResult;
+use crate::gate::results::TestResults;
+use chrono::NaiveDate;
 use std::collections::BTreeSet;
 
 const FILE: &str = "src/shop/refunds.py";
