@@ -368,7 +368,7 @@ fn gh_file(file: &str, json: &str, index: usize, e: GhEntry) -> Result<FileChang
 /// An error about entry `index`, located at its `key` when the positions can
 /// be recovered (serde's typed parse has none once the text is valid JSON).
 fn gh_error(file: &str, json: &str, index: usize, key: &str, msg: String) -> InputError {
-    use crate::gate::ledger::json_spans::{self, JVal};
+    use crate::gate::json_spans::{self, JVal};
     let loc = json_spans::parse(file, json)
         .ok()
         .and_then(|root| match root.val {

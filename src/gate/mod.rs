@@ -10,6 +10,7 @@ pub mod coverage;
 pub mod diff;
 pub mod error;
 pub mod input;
+pub(crate) mod json_spans;
 pub mod ledger;
 pub mod nodeid;
 pub mod probe;

@@ -112,7 +112,7 @@ pub fn min_detectable_rate(k: u32, confidence: f64) -> Option<f64> {
 /// an object `{nodeid: {"failures", "runs"}}`) and `"seed"`.
 /// Unknown extra fields are allowed (a superset is fine).
 pub fn parse_probe_json(file: &str, text: &str) -> Result<Probe, InputError> {
-    use crate::gate::ledger::json_spans::{self, JVal, Member, Node, Pos};
+    use crate::gate::json_spans::{self, JVal, Member, Node, Pos};
     let root = json_spans::parse(file, text)?;
     let err = |p: Pos, msg: String| InputError::new(Location::at(file, p.line, Some(p.col)), msg);
     let JVal::Obj(top) = &root.val else {
@@ -326,8 +326,8 @@ pub fn parse_probe_json(file: &str, text: &str) -> Result<Probe, InputError> {
     })
 }
 
-fn show(v: &crate::gate::ledger::json_spans::JVal) -> String {
-    use crate::gate::ledger::json_spans::JVal;
+fn show(v: &crate::gate::json_spans::JVal) -> String {
+    use crate::gate::json_spans::JVal;
     match v {
         JVal::Num(n) => n.to_string(),
         JVal::Bool(b) => b.to_string(),

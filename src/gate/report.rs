@@ -435,7 +435,7 @@ pub struct Report {
     /// Tests the probe found unstable that witness changed lines but have no ledger entry (no owner).
     pub unowned_unstable: Vec<TestId>,
     /// The patch's own edits of the ledger, entry by entry (empty when the head ledger is unknown).
-    pub ledger_changes: Vec<crate::gate::trust::LedgerChange>,
+    pub ledger_changes: Vec<crate::gate::ledger::LedgerChange>,
     pub probe: Option<ProbeReport>,
     pub results: ResultsReport,
     pub coverage: Option<CoverageSummary>,

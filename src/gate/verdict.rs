@@ -682,7 +682,7 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
     // Trust: the patch's own ledger edits, and freezes of its own witnesses.
     let mut ledger_changes = Vec::new();
     if let (Some(head), Ok(base)) = (&ev.head_ledger, input.ledger) {
-        ledger_changes = crate::gate::trust::ledger_changes(base, head);
+        ledger_changes = crate::gate::ledger::ledger_changes(base, head);
         let ledger_file = input.ledger_file_name();
         let mut self_frozen: Vec<TestId> = Vec::new();
         let mut self_locs = Vec::new();
