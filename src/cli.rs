@@ -4,7 +4,7 @@
 
 use crate::gate::config::{parse_config, Config};
 use crate::gate::ledger::parse_ledger;
-use crate::gate::{diff, evaluate, GateInput, InputDigest, Ledger};
+use crate::gate::{evaluate, patch as diff, GateInput, InputDigest, Ledger};
 use crate::load::{self, EvidenceSources};
 use crate::render::{self, Format};
 use anyhow::{bail, Context as _};

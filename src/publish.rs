@@ -375,7 +375,7 @@ fn patch_reason_annotations(report: &Report) -> (Vec<Annotation>, Vec<Annotation
     let annotatable: BTreeSet<&str> = report
         .files
         .iter()
-        .filter(|f| f.status != crate::gate::diff::FileStatus::Deleted)
+        .filter(|f| f.status != crate::gate::patch::FileStatus::Deleted)
         .map(|f| f.path.as_str())
         .collect();
     let (mut blocking, mut caveats) = (Vec::new(), Vec::new());

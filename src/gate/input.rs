@@ -6,9 +6,9 @@
 use crate::gate::codeowners::CodeOwners;
 use crate::gate::config::Config;
 use crate::gate::coverage::Coverage;
-use crate::gate::diff::Patch;
 use crate::gate::error::InputError;
 use crate::gate::ledger::Ledger;
+use crate::gate::patch::Patch;
 use crate::gate::probe::Probe;
 use crate::gate::report::InputDigest;
 use crate::gate::results::TestResults;

@@ -7,12 +7,12 @@
 pub mod codeowners;
 pub mod config;
 pub mod coverage;
-pub mod diff;
 pub mod error;
 pub mod input;
 pub(crate) mod json_spans;
 pub mod ledger;
 pub mod nodeid;
+pub mod patch;
 pub mod probe;
 pub mod report;
 pub mod results;
@@ -21,11 +21,11 @@ pub mod verdict;
 
 pub use config::Policy;
 pub use coverage::{Coverage, FileCoverage};
-pub use diff::{FileChange, FileStatus, Patch};
 pub use error::{InputError, Location};
 pub use input::{Evidence, GateInput, Meta};
 pub use ledger::{FreezeEntry, Ledger};
 pub use nodeid::{Phase, TestId};
+pub use patch::{FileChange, FileStatus, Patch};
 pub use probe::Probe;
 pub use report::InputDigest;
 pub use report::{Reason, ReasonCode, Report, Verdict};

@@ -283,7 +283,7 @@ pub enum FileEvidence {
 pub struct FileReport {
     pub path: String,
     pub old_path: Option<String>,
-    pub status: crate::gate::diff::FileStatus,
+    pub status: crate::gate::patch::FileStatus,
     pub evidence: FileEvidence,
     pub blind_reason: Option<String>,
     /// Coverage's path for this file when it was mapped by suffix.

@@ -5,8 +5,8 @@
 //! It looks only at the patch: the workflow files, the coverage and pytest
 //! configuration, the flakegate config, and `# pragma: no cover` added to code.
 
-use crate::gate::diff::{AddedLine, FileChange, Patch, RemovedLine, Scope};
 use crate::gate::error::Location;
+use crate::gate::patch::{AddedLine, FileChange, Patch, RemovedLine, Scope};
 use crate::gate::report::{Reason, ReasonCode};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -182,10 +182,10 @@ pub fn evidence_config_changes(patch: &Patch, config_path: &str, workflow: Optio
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gate::diff::FileStatus;
+    use crate::gate::patch::FileStatus;
 
     fn change(path: &str, lines: &[&str]) -> FileChange {
-        super::weakening_tests::fc(path, lines, &[])
+        crate::gate::patch::test_support::file_change(path, lines, &[])
     }
 
     #[test]
@@ -422,7 +422,7 @@ fn tolerances(text: &str) -> Vec<(&'static str, Option<f64>, String)> {
 }
 
 fn test_def_name(text: &str) -> Option<&str> {
-    let name = crate::gate::diff::block_name(code_part(text))?;
+    let name = crate::gate::patch::scope::block_name(code_part(text))?;
     let t = code_part(text).trim_start();
     (name.starts_with("test") && !t.starts_with("class")).then_some(name)
 }
@@ -521,7 +521,7 @@ fn visible_body<'a>(fc: &FileChange, view: &[NewLine<'a>], at: usize) -> Option<
     // file, or at the end of the file (a hunk ends on an added line only
     // there, when the diff has context lines at all).
     let last_added = view.iter().rev().find(|l| l.line == prev).is_some_and(|l| l.added);
-    let whole = fc.status == crate::gate::diff::FileStatus::Added || (last_added && !fc.context.is_empty());
+    let whole = fc.status == crate::gate::patch::FileStatus::Added || (last_added && !fc.context.is_empty());
     whole.then_some(body)
 }
 
@@ -534,14 +534,14 @@ pub fn weakenings(patch: &Patch) -> Vec<Weakening> {
         .filter(|f| is_test_file(&f.path) || f.old_path.as_deref().is_some_and(is_test_file))
     {
         let at = |line: u32| Location::at(fc.path.clone(), line as usize, None);
-        if fc.status == crate::gate::diff::FileStatus::Deleted {
+        if fc.status == crate::gate::patch::FileStatus::Deleted {
             out.push(Weakening {
                 location: Location::file(fc.path.clone()),
                 what: "deletes a test file".into(),
             });
             continue;
         }
-        let new_file = fc.status == crate::gate::diff::FileStatus::Added;
+        let new_file = fc.status == crate::gate::patch::FileStatus::Added;
         let added_defs: HashSet<&str> = fc.added.iter().filter_map(|a| test_def_name(&a.text)).collect();
         let removed_defs: HashSet<&str> = fc.removed.iter().filter_map(|r| test_def_name(&r.text)).collect();
         // Tests the patch adds (a `def` the base did not have): their checks are new, not loosened ones.
@@ -824,7 +824,7 @@ fn is_docstring_line(t: &str) -> bool {
 /// Where a removed line was, as a head-side place an annotation can point at: the surviving
 /// line that now stands where the removed run began (the file itself when it was deleted).
 fn at_removed(fc: &FileChange, old_line: u32) -> Location {
-    if fc.status == crate::gate::diff::FileStatus::Deleted {
+    if fc.status == crate::gate::patch::FileStatus::Deleted {
         return Location::file(fc.path.clone());
     }
     let line = fc
@@ -839,7 +839,7 @@ fn at_removed(fc: &FileChange, old_line: u32) -> Location {
 /// Does the patch add or modify this test? A test is the patch's own when its
 /// file is new (or copied), or when the patch changes a line of code inside
 /// the test's function — its `def` line, a decorator, or its body — as the
-/// hunks show it (see [`crate::gate::diff::scopes_of_side`]). Lines without code
+/// hunks show it (see [`crate::gate::patch::scope::scopes_of_side`]). Lines without code
 /// (blank, comment) do not count. A changed code line whose function the hunk
 /// cannot show counts for every test of that file (conservative). Tests are
 /// matched by function name (the last `::` part of the node id, without its
@@ -851,7 +851,7 @@ pub fn tests_touched_by(patch: &Patch, test: &crate::gate::nodeid::TestId) -> bo
     };
     if matches!(
         fc.status,
-        crate::gate::diff::FileStatus::Added | crate::gate::diff::FileStatus::Copied
+        crate::gate::patch::FileStatus::Added | crate::gate::patch::FileStatus::Copied
     ) {
         return true;
     }
@@ -874,43 +874,8 @@ pub fn tests_touched_by(patch: &Patch, test: &crate::gate::nodeid::TestId) -> bo
 #[cfg(test)]
 pub(crate) mod weakening_tests {
     use super::*;
-    use crate::gate::diff::{AddedLine, FileStatus, RemovedLine};
-
-    /// A file change whose added lines (and removed lines) are each one hunk
-    /// side without context, numbered from 10, their scopes read from them.
-    pub(super) fn fc(path: &str, added: &[&str], removed: &[&str]) -> FileChange {
-        let scopes = |lines: &[&str]| crate::gate::diff::scopes_of_side(lines, None);
-        let (add_scopes, rem_scopes) = (scopes(added), scopes(removed));
-        FileChange {
-            path: path.into(),
-            old_path: None,
-            status: FileStatus::Modified,
-            binary: false,
-            lines_known: true,
-            added: added
-                .iter()
-                .zip(add_scopes)
-                .enumerate()
-                .map(|(i, (t, scope))| AddedLine {
-                    line: i as u32 + 10,
-                    text: t.to_string(),
-                    scope,
-                })
-                .collect(),
-            deletions: vec![],
-            removed: removed
-                .iter()
-                .zip(rem_scopes)
-                .enumerate()
-                .map(|(i, (t, scope))| RemovedLine {
-                    line: i as u32 + 10,
-                    text: t.to_string(),
-                    scope,
-                })
-                .collect(),
-            context: vec![],
-        }
-    }
+    use crate::gate::patch::test_support::file_change as fc;
+    use crate::gate::patch::FileStatus;
 
     fn whats(f: FileChange) -> Vec<String> {
         weakenings(&Patch { files: vec![f] })
@@ -978,7 +943,7 @@ pub(crate) mod weakening_tests {
     }
 
     fn parse(diff: &str) -> Patch {
-        crate::gate::diff::parse_unified("test.diff", diff).unwrap()
+        crate::gate::patch::parse_unified("test.diff", diff).unwrap()
     }
 
     /// The real `git diff` of the corpus's honest bug fix: `discount()` changed, and a new

@@ -6,11 +6,11 @@
 
 use crate::gate::config::{Config, PathGlobs, SignalLevel};
 use crate::gate::coverage::{FileCoverage, LineWitnesses};
-use crate::gate::diff::{FileChange, FileStatus};
 use crate::gate::error::Location;
 use crate::gate::input::GateInput;
 use crate::gate::ledger::Ledger;
 use crate::gate::nodeid::{Phase, TestId};
+use crate::gate::patch::{FileChange, FileStatus};
 use crate::gate::probe::{self, Probe, Stability};
 use crate::gate::report::*;
 use crate::gate::results::Outcome;
@@ -879,7 +879,7 @@ fn account_file(
         lines: Vec::new(),
         deletions: Vec::new(),
     };
-    let code_deletion = |d: &crate::gate::diff::Deletion| d.text.iter().any(|t| !is_non_code_text(t));
+    let code_deletion = |d: &crate::gate::patch::Deletion| d.text.iter().any(|t| !is_non_code_text(t));
     // Test code is the evidence, not what needs it: the trust rules judge its changes.
     let test_code = crate::gate::trust::is_test_file(&fc.path);
     if test_code || (globs.is_match(&fc.path) && fc.old_path.as_deref().is_none_or(|p| globs.is_match(p))) {

@@ -4,10 +4,10 @@
 use super::*;
 use crate::gate::coverage::Coverage;
 use crate::gate::coverage::CoverageFormat;
-use crate::gate::diff::{AddedLine, Deletion, Patch, Scope};
 use crate::gate::error::InputError;
 use crate::gate::input::{Evidence, Meta};
 use crate::gate::ledger::FreezeEntry;
+use crate::gate::patch::{AddedLine, Deletion, Patch, Scope};
 use crate::gate::probe::ProbeCounts;
 use crate::gate::results::TestResult;
 use crate::gate::results::TestResults;
@@ -583,7 +583,7 @@ const DISCOUNT_NEW: &str = "tests/test_pricing.py::test_discount_unknown_code_ro
 
 fn pricing_case(diff: &str, witnesses: &[(&str, Phase)]) -> Case {
     let mut c = Case::new(&[], coverage_in(PRICING, &[(28, witnesses)], &[]));
-    c.patch = crate::gate::diff::parse_unified("diff", diff).unwrap();
+    c.patch = crate::gate::patch::parse_unified("diff", diff).unwrap();
     c.probe = Some(probe(5, &[(DISCOUNT_NONE, 0), (DISCOUNT_NEW, 0)]));
     c.results = Some(results(&[
         (DISCOUNT_NONE, Outcome::Passed),

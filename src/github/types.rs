@@ -115,7 +115,7 @@ pub struct PullRequest {
 }
 
 /// The pull request's patch: GitHub's unified diff, or (when GitHub refuses the diff as too
-/// large) the files listing as one JSON array for `flakegate::gate::diff::parse_github_files`.
+/// large) the files listing as one JSON array for `flakegate::gate::patch::parse_github_files`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PatchSource {
     Diff(String),
