@@ -252,7 +252,7 @@ fn read_coverage(path: &Path, matcher: &PathMatcher) -> Result<(Coverage, InputD
         inner: f,
         hasher: sha2::Sha256::default(),
     };
-    let cov = coverage::read_json(&name, &mut hashing, matcher)?;
+    let cov = coverage::json::read_json(&name, &mut hashing, matcher)?;
     // The parser stops at the end of the JSON value; hash any trailing bytes too.
     std::io::copy(&mut hashing, &mut std::io::sink()).map_err(cannot)?;
     let sha = hex::encode(sha2::Digest::finalize(hashing.hasher));
