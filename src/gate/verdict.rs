@@ -520,7 +520,7 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
         }
     }
     // Caveat signals: tests the patch weakens, and lines only its own new tests witness.
-    let weakened = crate::gate::trust::weakenings(input.patch);
+    let weakened = crate::gate::trust::weakening::weakenings(input.patch);
     if !weakened.is_empty() {
         let list: Vec<String> = weakened
             .iter()
@@ -551,7 +551,7 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
         let mut touched_by_patch = |t: &TestId| {
             *touched
                 .entry(t.clone())
-                .or_insert_with(|| crate::gate::trust::tests_touched_by(input.patch, t))
+                .or_insert_with(|| crate::gate::trust::weakening::tests_touched_by(input.patch, t))
         };
         for f in &files {
             for l in f.lines.iter().filter(|l| l.class == LineClass::Stable) {

@@ -594,7 +594,7 @@ fn pricing_case(diff: &str, witnesses: &[(&str, Phase)]) -> Case {
 
 #[test]
 fn a_new_test_beside_an_unmodified_witness_is_not_self_witness() {
-    use crate::gate::trust::weakening_tests::{NEW_TEST_BESIDE_AN_OLD_ONE, PARAM_CASE_CHANGED};
+    use crate::gate::trust::weakening::tests::{NEW_TEST_BESIDE_AN_OLD_ONE, PARAM_CASE_CHANGED};
     // The changed line has an independent witness: the existing, untouched test_discount.
     let r = pricing_case(NEW_TEST_BESIDE_AN_OLD_ONE, &[(DISCOUNT_NONE, RUN), (DISCOUNT_NEW, RUN)]).run();
     assert_eq!(r.verdict, Verdict::Pass, "{:#?}", r.reasons);
