@@ -510,7 +510,7 @@ pub fn expiring(args: ExpiringArgs) -> anyhow::Result<i32> {
     let mut expired = 0;
     for e in &listed {
         let days = (e.expires - o.today).num_days();
-        let owner = match crate::gate::verdict::handle_for(&e.owner, &o.config) {
+        let owner = match crate::gate::config::handle_for(&e.owner, &o.config) {
             Some(h) if h != e.owner => format!("{} ({h})", e.owner),
             _ => e.owner.clone(),
         };

@@ -3,9 +3,9 @@
 //! record, annotations on blind lines, action buttons) and the body of the one
 //! sticky pull-request comment. The GitHub client only sends these.
 
+use crate::gate::config::handle_for;
 use crate::gate::config::{is_handle, CaveatConclusion, Config};
 use crate::gate::report::{FileEvidence, FileReport, LineClass, LineWitness, Report, Verdict, WitnessStatus};
-use crate::gate::verdict::handle_for;
 use crate::render::{self, GITHUB_TEXT_LIMIT};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};

@@ -236,6 +236,16 @@ pub fn is_handle(s: &str) -> bool {
     }
 }
 
+/// The GitHub handle to mention for an owner: the owner itself when it is a
+/// handle, else the config's mapping; any other name is never @-mentioned.
+pub fn handle_for(owner: &str, config: &Config) -> Option<String> {
+    if is_handle(owner) {
+        Some(owner.to_string())
+    } else {
+        config.owners.get(owner).cloned()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

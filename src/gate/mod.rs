@@ -4,6 +4,7 @@
 //! or a database: readers take `&str`/`impl Read` and `today` is passed in.
 //! The command line and the App are two faces over [`evaluate`].
 
+pub(crate) mod attribution;
 pub mod codeowners;
 pub mod config;
 pub mod coverage;

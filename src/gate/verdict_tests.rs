@@ -2,15 +2,14 @@
 //! project's real evidence is exercised in `tests/`.
 
 use super::*;
-use crate::gate::coverage::Coverage;
-use crate::gate::coverage::CoverageFormat;
+use crate::gate::coverage::{Coverage, CoverageFormat, FileCoverage};
 use crate::gate::error::InputError;
-use crate::gate::input::{Evidence, Meta};
+use crate::gate::input::Meta;
 use crate::gate::ledger::FreezeEntry;
-use crate::gate::patch::{AddedLine, Deletion, Patch, Scope};
+use crate::gate::nodeid::Phase;
+use crate::gate::patch::{AddedLine, Deletion, FileChange, FileStatus, Patch, Scope};
 use crate::gate::probe::ProbeCounts;
-use crate::gate::results::TestResult;
-use crate::gate::results::TestResults;
+use crate::gate::results::{TestResult, TestResults};
 use chrono::NaiveDate;
 use std::collections::BTreeSet;
 
