@@ -4,7 +4,7 @@
 //!
 //! serde_json has no spans, so the text is first checked by serde_json (for
 //! its syntax errors with line and column) and then read again by
-//! [`json_spans`], a small reader that keeps the line and column of every
+//! `json_spans.rs`, a small reader that keeps the line and column of every
 //! value and key. Every problem is collected, not just the first.
 
 use crate::gate::error::{InputError, Location};

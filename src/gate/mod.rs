@@ -1,8 +1,24 @@
-//! The evidence gate: pure decision logic. Plain data in, a [`Report`] out.
+//! The evidence gate: the pure decision. Plain data in, a [`Report`] out.
 //!
-//! Nothing in here performs I/O, reads the clock, or knows about HTTP, GitHub
-//! or a database: readers take `&str`/`impl Read` and `today` is passed in.
-//! The command line and the App are two faces over [`evaluate`].
+//! The gate owns everything flakegate decides: reading each input from text
+//! or bytes (the patch, coverage, test results, the probe, the ledger, the
+//! config, CODEOWNERS), attributing witnesses to changed lines, the trust
+//! rules, and the decision table of the README's "How it decides". Nothing in
+//! here performs I/O, reads the clock, or knows about HTTP, GitHub or a
+//! database: readers take `&str`, `&[u8]` or `impl Read`, `today` is passed in,
+//! and every bad input is an [`InputError`] naming file, line and column. The
+//! command line and the App are two faces over [`evaluate`].
+//!
+//! Where things are: [`input`] is what the gate decides on ([`GateInput`],
+//! [`Evidence`]); [`verdict`] is the decision, one function per row of the
+//! table, over the per-line witnesses of `attribution.rs`; [`report`] is the
+//! evidence record it returns. The readers are [`patch`], [`coverage`],
+//! [`results`], [`probe`], [`ledger`] (also the patch's ledger edits),
+//! [`config`] and [`codeowners`]; `trust` holds the trust rules and the test
+//! weakenings; [`nodeid`] is pytest's node ids and coverage contexts; [`error`]
+//! is [`InputError`] and its [`Location`].
+//!
+//! This file only declares the modules and re-exports what the faces use most.
 
 pub(crate) mod attribution;
 pub mod codeowners;
@@ -17,7 +33,7 @@ pub mod patch;
 pub mod probe;
 pub mod report;
 pub mod results;
-pub mod trust;
+pub(crate) mod trust;
 pub mod verdict;
 
 pub use config::Policy;

@@ -408,7 +408,7 @@ mod tests {
                 "k={k} c={c}: {p} is not the smallest"
             );
         }
-        // DESIGN: p = 5 % is shown with 92 % at K = 50, so the 0.9 threshold lies just below 5 %.
+        // Probe power: p = 5 % is shown with 92 % at K = 50, so the 0.9 threshold lies just below 5 %.
         let p = min_detectable_rate(50, 0.9).unwrap();
         assert!(p > 0.04 && p < 0.05, "{p}");
         // K = 10 reaches 40 % at about 5 %.
@@ -477,7 +477,7 @@ mod tests {
             assert!(got.shows_stable(&b));
             assert!(!got.shows_stable(&TestId::new("tests/test_util.py::test_legacy_currency")));
         }
-        // The DESIGN form (only "unstable") is incomplete.
+        // The short form (only "k" and "unstable") is incomplete.
         let text = read(dir().join("expected.json"));
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let short = serde_json::json!({"k": v["k"], "unstable": v["unstable"]}).to_string();

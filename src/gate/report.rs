@@ -43,7 +43,7 @@ impl std::fmt::Display for Verdict {
 }
 
 /// A reason's stable code. The order of the variants is the order of
-/// DESIGN.md's decision table: the first reason that applies decides.
+/// the decision table (README, "How it decides"): the first reason that applies decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReasonCode {
@@ -88,7 +88,7 @@ pub enum ReasonCode {
 }
 
 impl ReasonCode {
-    /// Reasons about what the patch did to the evidence that judges it (DESIGN.md, "Trust"):
+    /// Reasons about what the patch did to the evidence that judges it (README, "Agent-proofing"):
     /// the trust rules and the weakening signals. The App names them in the pull-request
     /// comment and annotates their places, besides the check run's summary.
     pub fn is_about_the_patchs_evidence(self) -> bool {

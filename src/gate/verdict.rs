@@ -1036,5 +1036,4 @@ fn short_locs(locs: &[Location], n: usize) -> String {
 }
 
 #[cfg(test)]
-#[path = "verdict_tests.rs"]
 mod tests;

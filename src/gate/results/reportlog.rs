@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 /// Parse a pytest-reportlog file (`--report-log=FILE`).
 ///
 /// Every non-blank line must be a JSON object with a `$report_type`.
-/// `TestReport`s are reduced per node id (see [`reduce`]); failed
+/// `TestReport`s are reduced per node id (see `reduce`); failed
 /// `CollectReport`s are collection errors; other record types are ignored.
 pub fn parse_reportlog(file: &str, text: &str) -> Result<TestResults, InputError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
