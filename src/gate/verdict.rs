@@ -21,7 +21,9 @@ use crate::gate::trust::evidence_config_changes;
 use crate::gate::trust::weakening::{tests_touched_by, weakenings};
 use std::collections::BTreeMap;
 
-/// Decide.
+/// Decide: attribute witnesses to the changed lines, run the rows of the
+/// decision table in order, apply `policy.signals`, and say PASS (row 8) when
+/// no reason is left.
 pub fn evaluate(input: &GateInput<'_>) -> Report {
     let mut d = Decision::new(input);
     d.row1_evidence();
