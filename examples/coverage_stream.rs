@@ -1,4 +1,4 @@
-//! Streaming benchmark harness for `flakegate::gate::coverage::read_json`.
+//! Streaming benchmark harness for `flakegate::gate::coverage::json::read_json`.
 //!
 //! ```text
 //! cargo run --release --example coverage_stream -- COVERAGE_JSON DIFF
@@ -8,7 +8,7 @@
 //! through `read_json` with a `PathMatcher` over them, and prints what it kept.
 //! See docs/performance.md.
 
-use flakegate::gate::coverage::{read_json, PathMatcher};
+use flakegate::gate::coverage::{json::read_json, PathMatcher};
 use std::time::Instant;
 
 fn main() {

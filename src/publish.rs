@@ -4,9 +4,9 @@
 //! INCONCLUSIVE when no verdict could be reached) and the body of the one sticky
 //! pull-request comment. The GitHub client only sends these.
 
+use crate::gate::config::handle_for;
 use crate::gate::config::{is_handle, CaveatConclusion, Config};
 use crate::gate::report::{FileEvidence, FileReport, LineClass, LineWitness, Report, Verdict, WitnessStatus};
-use crate::gate::verdict::handle_for;
 use crate::github::event::RequestedAction;
 use crate::github::{
     Annotation, AnnotationLevel, CheckAction, CheckOutput, CheckRunFields, CheckStatus, Conclusion, OUTPUT_MAX_CHARS,
@@ -360,7 +360,7 @@ fn patch_reason_annotations(report: &Report) -> (Vec<Annotation>, Vec<Annotation
     let annotatable: BTreeSet<&str> = report
         .files
         .iter()
-        .filter(|f| f.status != crate::gate::diff::FileStatus::Deleted)
+        .filter(|f| f.status != crate::gate::patch::FileStatus::Deleted)
         .map(|f| f.path.as_str())
         .collect();
     let (mut blocking, mut caveats) = (Vec::new(), Vec::new());
@@ -603,7 +603,7 @@ mod tests {
             serde_json::from_str(&std::fs::read_to_string(dir.join("case.json")).unwrap()).unwrap();
         let today = chrono::NaiveDate::parse_from_str(meta["today"].as_str().unwrap(), "%Y-%m-%d").unwrap();
         let patch_bytes = std::fs::read(dir.join("diff.patch")).unwrap();
-        let patch = crate::evidence::assemble::parse_patch("diff.patch", &patch_bytes).unwrap();
+        let patch = crate::gate::patch::parse_patch("diff.patch", &patch_bytes).unwrap();
         let own = dir.join("ledger.json");
         let ledger_path = if own.is_file() {
             own

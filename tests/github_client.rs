@@ -139,7 +139,7 @@ async fn too_large_diff_falls_back_to_two_pages_of_files() {
     let PatchSource::Files(json) = p else {
         panic!("expected the files listing")
     };
-    let patch = flakegate::gate::diff::parse_github_files("files.json", &json).unwrap();
+    let patch = flakegate::gate::patch::parse_github_files("files.json", &json).unwrap();
     assert_eq!(patch.files.len(), 120);
     fake.verify().await;
 }

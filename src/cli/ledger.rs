@@ -158,7 +158,7 @@ fn open(opts: &LedgerOpts, may_be_missing: bool) -> anyhow::Result<Opened> {
     let ledger = match &original {
         None => Ledger::default(),
         Some(b) => {
-            let text = evidence::text_of(&name, b).map_err(|e| unusable(e.to_string()))?;
+            let text = crate::gate::error::text_of(&name, b)?;
             parse_ledger(&name, &text, config.policy.max_freeze_days).map_err(|errs| {
                 let msgs: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
                 unusable(format!(
@@ -497,7 +497,7 @@ pub fn expiring(args: ExpiringArgs) -> anyhow::Result<i32> {
     listed.sort_by(|(a, _), (b, _)| a.expires.cmp(&b.expires).then(a.test.cmp(&b.test)));
     let mut expired = 0;
     for &(e, days) in &listed {
-        let owner = match crate::gate::verdict::handle_for(&e.owner, &o.config) {
+        let owner = match crate::gate::config::handle_for(&e.owner, &o.config) {
             Some(h) if h != e.owner => format!("{} ({h})", e.owner),
             _ => e.owner.clone(),
         };

@@ -3,10 +3,10 @@
 
 use super::{freeze_days, local_config, today_utc, unusable, write_atomic};
 use crate::evidence;
-use crate::evidence::assemble::parse_patch;
 use crate::gate::config::Config;
 use crate::gate::ledger::{parse_ledger, Ledger};
 use crate::gate::nodeid::TestId;
+use crate::gate::patch::parse_patch;
 use crate::probe::seed::{self, Seed, SeedChoice};
 use crate::probe::summary::{Options, ProbeOutput, RunInput};
 use crate::probe::{collect, exec, progress, select, summary};

@@ -5,11 +5,13 @@
 //! [`Sources`] trait. Every file read is digested into the record in the order
 //! it is read; every absence the gate should mention is a note.
 
-use super::{load_evidence, text_of, EvidenceSources};
+use super::{load_evidence, EvidenceSources};
 use crate::gate::codeowners::{CodeOwners, CODEOWNERS_PATHS};
 use crate::gate::config::{parse_config, Config};
+use crate::gate::error::text_of;
 use crate::gate::ledger::parse_ledger;
-use crate::gate::{evaluate as gate_evaluate, Evidence, GateInput, InputDigest, InputError, Ledger, Patch, Report};
+use crate::gate::patch::parse_patch;
+use crate::gate::{evaluate as gate_evaluate, Evidence, GateInput, InputDigest, InputError, Ledger, Report};
 use chrono::NaiveDate;
 
 /// A file as a face read it: the name the record and messages use (`REV:path`,
@@ -179,16 +181,6 @@ pub async fn evaluate<S: Sources>(
     let mut report = gate_evaluate(&input);
     report.notes.extend(notes);
     Ok(report)
-}
-
-/// A patch's bytes: GitHub's files listing when it is a JSON array, else unified diff text.
-pub fn parse_patch(name: &str, bytes: &[u8]) -> Result<Patch, InputError> {
-    let text = text_of(name, bytes)?;
-    if text.trim_start().starts_with('[') {
-        crate::gate::diff::parse_github_files(name, &text)
-    } else {
-        crate::gate::diff::parse_unified(name, &text)
-    }
 }
 
 /// The head ledger, for the gate to report the patch's own edits. A ledger the

@@ -288,7 +288,7 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gate::coverage::read_json;
+    use crate::gate::coverage::json::read_json;
     use std::path::PathBuf;
 
     const SHOP: [&str; 5] = [

@@ -16,10 +16,11 @@ pub mod assemble;
 pub mod coverage_db;
 
 use crate::gate::coverage::{self, Coverage, PathMatcher};
+use crate::gate::error::text_of;
+use crate::gate::input::{parse_meta, Evidence};
 use crate::gate::nodeid::TestId;
 use crate::gate::probe::{self, Probe};
 use crate::gate::results::{self, TestResults};
-use crate::gate::verdict::{parse_meta, Evidence};
 use crate::gate::{InputDigest, InputError, Ledger, Location, Patch};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -51,19 +52,6 @@ pub fn read_text(path: &Path) -> Result<(String, Vec<u8>), InputError> {
     let bytes = std::fs::read(path).map_err(|e| InputError::new(Location::file(&name), format!("cannot read: {e}")))?;
     let text = text_of(&name, &bytes)?;
     Ok((text, bytes))
-}
-
-/// Bytes → UTF-8 text, or an error naming the line and column of the first bad byte.
-pub fn text_of(name: &str, bytes: &[u8]) -> Result<String, InputError> {
-    match std::str::from_utf8(bytes) {
-        Ok(s) => Ok(s.to_string()),
-        Err(e) => {
-            let good = &bytes[..e.valid_up_to()];
-            let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
-            let col = good.len() - good.iter().rposition(|&b| b == b'\n').map(|i| i + 1).unwrap_or(0) + 1;
-            Err(InputError::new(Location::at(name, line, Some(col)), "not UTF-8 text"))
-        }
-    }
 }
 
 fn result_files(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
@@ -257,7 +245,7 @@ fn read_coverage(path: &Path, matcher: &PathMatcher) -> Result<(Coverage, InputD
         inner: f,
         hasher: sha2::Sha256::default(),
     };
-    let cov = coverage::read_json(&name, &mut hashing, matcher)?;
+    let cov = coverage::json::read_json(&name, &mut hashing, matcher)?;
     // The parser stops at the end of the JSON value; hash any trailing bytes too.
     std::io::copy(&mut hashing, &mut std::io::sink()).map_err(cannot)?;
     let sha = hex::encode(sha2::Digest::finalize(hashing.hasher));

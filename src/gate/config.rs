@@ -3,7 +3,7 @@
 //! documented default; unknown keys are rejected with their line and column, so
 //! a typo never silently turns a knob off.
 
-use crate::gate::{InputError, Location};
+use crate::gate::error::{InputError, Location};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -233,6 +233,16 @@ pub fn is_handle(s: &str) -> bool {
     match rest.split_once('/') {
         Some((org, team)) => ok(org) && ok(team),
         None => ok(rest),
+    }
+}
+
+/// The GitHub handle to mention for an owner: the owner itself when it is a
+/// handle, else the config's mapping; any other name is never @-mentioned.
+pub fn handle_for(owner: &str, config: &Config) -> Option<String> {
+    if is_handle(owner) {
+        Some(owner.to_string())
+    } else {
+        config.owners.get(owner).cloned()
     }
 }
 

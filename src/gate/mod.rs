@@ -1,101 +1,50 @@
-//! The evidence gate: pure decision logic. Plain data in, a [`Report`] out.
+//! The evidence gate: the pure decision. Plain data in, a [`Report`] out.
 //!
-//! Nothing in here performs I/O, reads the clock, or knows about HTTP, GitHub
-//! or a database: readers take `&str`/`impl Read` and `today` is passed in.
-//! The command line and the App are two faces over [`evaluate`].
+//! The gate owns everything flakegate decides: reading each input from text
+//! or bytes (the patch, coverage, test results, the probe, the ledger, the
+//! config, CODEOWNERS), attributing witnesses to changed lines, the trust
+//! rules, and the decision table of the README's "How it decides". Nothing in
+//! here performs I/O, reads the clock, or knows about HTTP, GitHub or a
+//! database: readers take `&str`, `&[u8]` or `impl Read`, `today` is passed in,
+//! and every bad input is an [`InputError`] naming file, line and column. The
+//! command line and the App are two faces over [`evaluate`].
+//!
+//! Where things are: [`input`] is what the gate decides on ([`GateInput`],
+//! [`Evidence`]); [`verdict`] is the decision, one function per row of the
+//! table, over the per-line witnesses of `attribution.rs`; [`report`] is the
+//! evidence record it returns. The readers are [`patch`], [`coverage`],
+//! [`results`], [`probe`], [`ledger`] (also the patch's ledger edits),
+//! [`config`] and [`codeowners`]; `trust` holds the trust rules and the test
+//! weakenings; [`nodeid`] is pytest's node ids and coverage contexts; [`error`]
+//! is [`InputError`] and its [`Location`].
+//!
+//! This file only declares the modules and re-exports what the faces use most.
 
+pub(crate) mod attribution;
 pub mod codeowners;
 pub mod config;
 pub mod coverage;
-pub mod diff;
+pub mod error;
+pub mod input;
+pub(crate) mod json_spans;
 pub mod ledger;
 pub mod nodeid;
+pub mod patch;
 pub mod probe;
 pub mod report;
 pub mod results;
-pub mod trust;
+pub(crate) mod trust;
 pub mod verdict;
 
 pub use config::Policy;
 pub use coverage::{Coverage, FileCoverage};
-pub use diff::{FileChange, FileStatus, Patch};
+pub use error::{InputError, Location};
+pub use input::{Evidence, GateInput, Meta};
 pub use ledger::{FreezeEntry, Ledger};
 pub use nodeid::{Phase, TestId};
+pub use patch::{FileChange, FileStatus, Patch};
 pub use probe::Probe;
 pub use report::InputDigest;
 pub use report::{Reason, ReasonCode, Report, Verdict};
 pub use results::{Outcome, TestResults};
-pub use verdict::{evaluate, Evidence, GateInput, Meta};
-
-/// Where in an input file something is: the file's display name, and a
-/// 1-based line and column where the format has them.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Location {
-    pub file: String,
-    pub line: Option<usize>,
-    pub column: Option<usize>,
-}
-
-impl Location {
-    pub fn file(file: impl Into<String>) -> Self {
-        Location {
-            file: file.into(),
-            line: None,
-            column: None,
-        }
-    }
-    pub fn at(file: impl Into<String>, line: usize, column: Option<usize>) -> Self {
-        Location {
-            file: file.into(),
-            line: Some(line),
-            column,
-        }
-    }
-}
-
-impl std::fmt::Display for Location {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.file)?;
-        if let Some(line) = self.line {
-            write!(f, ":{line}")?;
-            if let Some(col) = self.column {
-                write!(f, ":{col}")?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// A bad input: which file, where, and what was expected. Every reader in
-/// `gate` returns this, so the command line and the App report it alike.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize)]
-#[error("{location}: {message}")]
-pub struct InputError {
-    pub location: Location,
-    pub message: String,
-}
-
-impl InputError {
-    pub fn new(location: Location, message: impl Into<String>) -> Self {
-        InputError {
-            location,
-            message: message.into(),
-        }
-    }
-
-    /// Wrap a serde_json error, keeping its line and column.
-    pub fn json(file: &str, err: &serde_json::Error) -> Self {
-        let location = if err.line() > 0 {
-            Location::at(file, err.line(), Some(err.column()))
-        } else {
-            Location::file(file)
-        };
-        // serde_json appends " at line X column Y"; we carry that in Location.
-        let msg = err.to_string();
-        let msg = match msg.rfind(" at line ") {
-            Some(i) => msg[..i].to_string(),
-            None => msg,
-        };
-        InputError::new(location, msg)
-    }
-}
+pub use verdict::evaluate;

@@ -1,9 +1,9 @@
 //! The probe: the base tree's suite run K times. A test failing 0/K or K/K
 //! times is stable; anything else is unstable and is not evidence.
 
+use crate::gate::error::{InputError, Location};
 use crate::gate::nodeid::TestId;
 use crate::gate::results::{Outcome, TestResults};
-use crate::gate::{InputError, Location};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -112,7 +112,7 @@ pub fn min_detectable_rate(k: u32, confidence: f64) -> Option<f64> {
 /// an object `{nodeid: {"failures", "runs"}}`) and `"seed"`.
 /// Unknown extra fields are allowed (a superset is fine).
 pub fn parse_probe_json(file: &str, text: &str) -> Result<Probe, InputError> {
-    use crate::gate::ledger::json_spans::{self, JVal, Member, Node, Pos};
+    use crate::gate::json_spans::{self, JVal, Member, Node, Pos};
     let root = json_spans::parse(file, text)?;
     let err = |p: Pos, msg: String| InputError::new(Location::at(file, p.line, Some(p.col)), msg);
     let JVal::Obj(top) = &root.val else {
@@ -326,8 +326,8 @@ pub fn parse_probe_json(file: &str, text: &str) -> Result<Probe, InputError> {
     })
 }
 
-fn show(v: &crate::gate::ledger::json_spans::JVal) -> String {
-    use crate::gate::ledger::json_spans::JVal;
+fn show(v: &crate::gate::json_spans::JVal) -> String {
+    use crate::gate::json_spans::JVal;
     match v {
         JVal::Num(n) => n.to_string(),
         JVal::Bool(b) => b.to_string(),
@@ -408,7 +408,7 @@ mod tests {
                 "k={k} c={c}: {p} is not the smallest"
             );
         }
-        // DESIGN: p = 5 % is shown with 92 % at K = 50, so the 0.9 threshold lies just below 5 %.
+        // Probe power: p = 5 % is shown with 92 % at K = 50, so the 0.9 threshold lies just below 5 %.
         let p = min_detectable_rate(50, 0.9).unwrap();
         assert!(p > 0.04 && p < 0.05, "{p}");
         // K = 10 reaches 40 % at about 5 %.
@@ -477,7 +477,7 @@ mod tests {
             assert!(got.shows_stable(&b));
             assert!(!got.shows_stable(&TestId::new("tests/test_util.py::test_legacy_currency")));
         }
-        // The DESIGN form (only "unstable") is incomplete.
+        // The short form (only "k" and "unstable") is incomplete.
         let text = read(dir().join("expected.json"));
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let short = serde_json::json!({"k": v["k"], "unstable": v["unstable"]}).to_string();

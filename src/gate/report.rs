@@ -2,10 +2,10 @@
 //! check run embeds and an agent acts on. Documented field by field in
 //! `docs/evidence-record.md`; bump [`SCHEMA_VERSION`] on any breaking change.
 
+use crate::gate::error::Location;
 use crate::gate::nodeid::{Phase, TestId};
 use crate::gate::probe::Stability;
 use crate::gate::results::Outcome;
-use crate::gate::Location;
 use serde::Serialize;
 use std::collections::BTreeSet;
 
@@ -43,7 +43,7 @@ impl std::fmt::Display for Verdict {
 }
 
 /// A reason's stable code. The order of the variants is the order of
-/// DESIGN.md's decision table: the first reason that applies decides.
+/// the decision table (README, "How it decides"): the first reason that applies decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReasonCode {
@@ -88,7 +88,7 @@ pub enum ReasonCode {
 }
 
 impl ReasonCode {
-    /// Reasons about what the patch did to the evidence that judges it (DESIGN.md, "Trust"):
+    /// Reasons about what the patch did to the evidence that judges it (README, "Agent-proofing"):
     /// the trust rules and the weakening signals. The App names them in the pull-request
     /// comment and annotates their places, besides the check run's summary.
     pub fn is_about_the_patchs_evidence(self) -> bool {
@@ -283,7 +283,7 @@ pub enum FileEvidence {
 pub struct FileReport {
     pub path: String,
     pub old_path: Option<String>,
-    pub status: crate::gate::diff::FileStatus,
+    pub status: crate::gate::patch::FileStatus,
     pub evidence: FileEvidence,
     pub blind_reason: Option<String>,
     /// Coverage's path for this file when it was mapped by suffix.
@@ -435,7 +435,7 @@ pub struct Report {
     /// Tests the probe found unstable that witness changed lines but have no ledger entry (no owner).
     pub unowned_unstable: Vec<TestId>,
     /// The patch's own edits of the ledger, entry by entry (empty when the head ledger is unknown).
-    pub ledger_changes: Vec<crate::gate::trust::LedgerChange>,
+    pub ledger_changes: Vec<crate::gate::ledger::LedgerChange>,
     pub probe: Option<ProbeReport>,
     pub results: ResultsReport,
     pub coverage: Option<CoverageSummary>,

@@ -1,261 +1,205 @@
-//! The decision: DESIGN.md's table applied to the patch, its coverage, the
-//! head results, the probe and the ledger. Every reason that applies is
-//! reported: the blocking ones (FAIL, INCONCLUSIVE, and caveats that
-//! `policy.signals` makes INCONCLUSIVE) first, then caveats, then PASS, each
+//! The decision: the table of the README's "How it decides" applied to the
+//! patch, its coverage, the head results, the probe and the ledger.
+//!
+//! [`evaluate`] first attributes witnesses to every changed line (`attribution.rs`),
+//! then runs one function per row of the table, in table order; each pushes the
+//! reasons of its row. Every reason that applies is reported: after
+//! `policy.signals` has turned caveats off or made them INCONCLUSIVE, the
+//! blocking ones (FAIL, INCONCLUSIVE) come first, then caveats, then PASS, each
 //! group in table order; the first decides the verdict.
 
-use crate::gate::config::{Config, PathGlobs, SignalLevel};
-use crate::gate::coverage::{Coverage, FileCoverage, LineWitnesses};
-use crate::gate::diff::{FileChange, FileStatus, Patch};
-use crate::gate::ledger::Ledger;
-use crate::gate::nodeid::{Phase, TestId};
+use crate::gate::attribution::{blind_locations, classify_test, Attribution, Witnessing};
+use crate::gate::config::{handle_for, Config, PathGlobs, SignalLevel, CONFIG_PATH};
+use crate::gate::error::Location;
+use crate::gate::input::{Evidence, GateInput};
+use crate::gate::ledger::{ledger_changes, Ledger, LedgerChange};
+use crate::gate::nodeid::TestId;
 use crate::gate::probe::{self, Probe, Stability};
 use crate::gate::report::*;
-use crate::gate::results::{Outcome, TestResults};
-use crate::gate::{InputError, Location};
-use chrono::NaiveDate;
-use serde::{Deserialize, Serialize};
+use crate::gate::results::Outcome;
+use crate::gate::trust::evidence_config_changes;
+use crate::gate::trust::weakening::{tests_touched_by, weakenings};
 use std::collections::BTreeMap;
 
-/// `meta.json` of the evidence directory.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
-pub struct Meta {
-    pub base_sha: Option<String>,
-    pub head_sha: Option<String>,
-    pub k: Option<u32>,
-    pub seed: Option<u64>,
-    pub test_command: Option<String>,
-    /// The workflow file that produced the evidence, when CI records it.
-    pub workflow: Option<String>,
-}
-
-pub fn parse_meta(file: &str, text: &str) -> Result<Meta, InputError> {
-    serde_json::from_str(text).map_err(|e| InputError::json(file, &e))
-}
-
-/// The evidence as read. A part that could not be read is `None` and its
-/// error is in `problems`: the gate then says INCONCLUSIVE, naming it.
-#[derive(Debug, Clone, Default)]
-pub struct Evidence {
-    pub coverage: Option<Coverage>,
-    /// Where the coverage came from (for messages).
-    pub coverage_file: Option<String>,
-    pub results: Option<TestResults>,
-    pub probe: Option<Probe>,
-    pub meta: Option<Meta>,
-    pub problems: Vec<InputError>,
-    /// The ledger as the patch leaves it (head side). Never used to decide what
-    /// is frozen — the base ledger is — only to report the patch's own edits
-    /// and catch a patch freezing its own witnesses.
-    pub head_ledger: Option<Ledger>,
-    /// CODEOWNERS at the base commit: owners of changed lines no stable test witnesses.
-    pub codeowners: Option<crate::gate::codeowners::CodeOwners>,
-}
-
-/// Everything the gate decides on.
-#[derive(Debug, Clone)]
-pub struct GateInput<'a> {
-    pub patch: &'a Patch,
-    /// The ledger, or every problem found in it.
-    pub ledger: &'a Result<Ledger, Vec<InputError>>,
-    pub config: &'a Config,
-    pub evidence: &'a Evidence,
-    pub today: NaiveDate,
-    pub base_sha: Option<String>,
-    pub head_sha: Option<String>,
-    pub inputs: Vec<InputDigest>,
-    /// The workflow file that produced the evidence (`.github/workflows/flakegate-evidence.yml`),
-    /// when known; else `meta.json`'s `workflow`.
-    pub workflow: Option<String>,
-}
-
-/// Decide.
+/// Decide: attribute witnesses to the changed lines, run the rows of the
+/// decision table in order, apply `policy.signals`, and say PASS (row 8) when
+/// no reason is left.
 pub fn evaluate(input: &GateInput<'_>) -> Report {
-    let policy = &input.config.policy;
-    let ev = input.evidence;
-    let empty_ledger = Ledger::default();
-    let ledger = input.ledger.as_ref().unwrap_or(&empty_ledger);
-    let mut reasons: Vec<Reason> = Vec::new();
-    let mut notes: Vec<String> = Vec::new();
+    let mut d = Decision::new(input);
+    d.row1_evidence();
+    d.row2_ledger();
+    d.row3_failed();
+    d.row4_expired();
+    d.row5_uncovered();
+    d.row6_frozen_only();
+    d.row7_caveats();
+    d.blind_owners();
+    d.apply_policy_signals();
+    d.row8_pass();
+    d.into_report()
+}
 
-    // Row 1: evidence missing or unreadable.
-    for p in &ev.problems {
-        reasons.push(
-            Reason::new(ReasonCode::MissingEvidence, format!("evidence unreadable: {p}")).at(vec![p.location.clone()]),
+/// The ledger in force when the base ledger is invalid (row 2 says so).
+static NO_LEDGER: Ledger = Ledger { entries: Vec::new() };
+
+/// What the rows share: the input, what is worked out once before them, and
+/// what they find.
+struct Decision<'a> {
+    input: &'a GateInput<'a>,
+    ev: &'a Evidence,
+    /// The base ledger, or an empty one when it is invalid.
+    ledger: &'a Ledger,
+    /// `evidence_config_changed` reasons, and notes about edits that do not shape the evidence.
+    config_reasons: Vec<Reason>,
+    config_notes: Vec<String>,
+    /// Why the files that need no evidence could not be matched, if they could not.
+    glob_error: Option<String>,
+    att: Attribution,
+    /// The patch's own ledger edits (base → head), when both ledgers are known.
+    ledger_changes: Vec<LedgerChange>,
+
+    reasons: Vec<Reason>,
+    notes: Vec<String>,
+    /// Owner → what they cannot see and what they must do.
+    blind: BTreeMap<String, BlindOwner>,
+    results: ResultsReport,
+    expired: Vec<ExpiredEntry>,
+    unowned_unstable: Vec<TestId>,
+    /// The caveat codes `policy.signals` turned off, in the order met.
+    turned_off: Vec<&'static str>,
+}
+
+impl<'a> Decision<'a> {
+    fn new(input: &'a GateInput<'a>) -> Self {
+        let ev = input.evidence;
+        let ledger = input.ledger.as_ref().unwrap_or(&NO_LEDGER);
+        // Only the caller's workflow narrows which workflow edits count: meta.json is
+        // written by the very workflow run a patch may have changed.
+        let (config_reasons, config_notes) = evidence_config_changes(
+            input.patch,
+            CONFIG_PATH,
+            input.workflow.as_deref().filter(|w| !w.trim().is_empty()),
         );
-    }
-    let cov_file = ev.coverage_file.clone().unwrap_or_else(|| "coverage".into());
-    if ev.coverage.is_none() && !ev.problems.iter().any(|p| p.location.file == cov_file) {
-        reasons.push(Reason::new(
-            ReasonCode::MissingEvidence,
-            "no coverage was given: run pytest with --cov-context=test and put coverage.json (coverage json --show-contexts) or .coverage in the evidence",
-        ));
-    }
-    let head_sha = input
-        .head_sha
-        .clone()
-        .or_else(|| ev.meta.as_ref().and_then(|m| m.head_sha.clone()));
-    let base_sha = input
-        .base_sha
-        .clone()
-        .or_else(|| ev.meta.as_ref().and_then(|m| m.base_sha.clone()));
-    let workflow = input
-        .workflow
-        .clone()
-        .filter(|w| !w.trim().is_empty())
-        .or_else(|| ev.meta.as_ref().and_then(|m| m.workflow.clone()))
-        .filter(|w| !w.trim().is_empty());
-    // "the evidence workflow" in a sentence: its file when known.
-    let rerun = match &workflow {
-        Some(w) => format!("re-run {w}"),
-        None => "re-run the workflow that produces the evidence".to_string(),
-    };
-    let from = workflow
-        .as_ref()
-        .map(|w| format!(", produced by {w},"))
-        .unwrap_or_default();
-    if let (Some(want), Some(meta)) = (&input.head_sha, &ev.meta) {
-        if let Some(got) = &meta.head_sha {
-            if !sha_eq(want, got) {
-                let meta_file = input.input_path("meta").unwrap_or_else(|| "meta.json".into());
-                reasons.push(
-                    Reason::new(
-                        ReasonCode::EvidenceMismatch,
-                        format!("{meta_file} says the evidence{from} is for commit {got}, but the head under review is {want}: {rerun} on the head commit and use its evidence"),
-                    )
-                    .at(vec![Location::file(meta_file.clone())]),
-                );
-            }
-        }
-    }
-    if let Some(cov) = &ev.coverage {
-        if !cov.has_test_contexts {
-            reasons.push(Reason::new(
-                ReasonCode::MissingEvidence,
-                format!("{cov_file} has no test contexts: run pytest with --cov-context=test (and coverage json --show-contexts), so each line names the tests that ran it"),
-            ));
+        let (no_evidence, glob_error) = no_evidence_globs(input.config, &config_reasons);
+        let att = Attribution::of(
+            input.patch,
+            ev.coverage.as_ref(),
+            &no_evidence,
+            &input.config.policy,
+            ledger,
+            ev.probe.as_ref(),
+        );
+        let ledger_changes = match (&ev.head_ledger, input.ledger) {
+            (Some(head), Ok(base)) => ledger_changes(base, head),
+            _ => Vec::new(),
+        };
+        Decision {
+            input,
+            ev,
+            ledger,
+            config_reasons,
+            config_notes,
+            glob_error,
+            att,
+            ledger_changes,
+            reasons: Vec::new(),
+            notes: Vec::new(),
+            blind: BTreeMap::new(),
+            results: ResultsReport::default(),
+            expired: Vec::new(),
+            unowned_unstable: Vec::new(),
+            turned_off: Vec::new(),
         }
     }
 
-    // Row 1, Trust: evidence shaped by configuration this patch changes. Only
-    // the caller's workflow narrows which workflow edits count: meta.json is
-    // written by the very workflow run a patch may have changed.
-    let (config_reasons, config_notes) = crate::gate::trust::evidence_config_changes(
-        input.patch,
-        crate::gate::config::CONFIG_PATH,
-        input.workflow.as_deref().filter(|w| !w.trim().is_empty()),
-    );
-    // Files the trust rules judge (workflows, coverage and pytest settings, flakegate's config)
-    // need no coverage of their own: no test can execute a YAML or INI file.
-    let trust_judged: Vec<String> = config_reasons
-        .iter()
-        .flat_map(|r| r.locations.iter())
-        .map(|l| l.file.clone())
-        .filter(|f| !f.ends_with(".py"))
-        .collect();
-    let config_distrusted = !config_reasons.is_empty();
-    reasons.extend(config_reasons);
-    notes.extend(config_notes);
+    /// Row 1 (INCONCLUSIVE): the evidence is missing or unreadable, shaped by
+    /// configuration the patch changes, not about this head, or silenced by the
+    /// patch's own freeze.
+    fn row1_evidence(&mut self) {
+        self.missing_evidence();
+        self.evidence_config_changed();
+        self.evidence_mismatch();
+        self.self_freeze();
+    }
 
-    // Row 2: the ledger.
-    if let Err(errors) = input.ledger {
-        for e in errors {
-            reasons.push(
-                Reason::new(ReasonCode::InvalidLedger, format!("invalid ledger: {e}")).at(vec![e.location.clone()]),
+    /// Row 1, `missing_evidence`: a part of the evidence could not be read, no
+    /// coverage was given, the coverage has no test contexts, or the files that
+    /// need no evidence could not be matched.
+    fn missing_evidence(&mut self) {
+        let ev = self.ev;
+        for p in &ev.problems {
+            self.reasons.push(
+                Reason::new(ReasonCode::MissingEvidence, format!("evidence unreadable: {p}"))
+                    .at(vec![p.location.clone()]),
             );
         }
+        let cov_file = self.coverage_file();
+        if ev.coverage.is_none() && !ev.problems.iter().any(|p| p.location.file == cov_file) {
+            self.reasons.push(Reason::new(
+                ReasonCode::MissingEvidence,
+                "no coverage was given: run pytest with --cov-context=test and put coverage.json (coverage json --show-contexts) or .coverage in the evidence",
+            ));
+        }
+        if let Some(cov) = &ev.coverage {
+            if !cov.has_test_contexts {
+                self.reasons.push(Reason::new(
+                    ReasonCode::MissingEvidence,
+                    format!("{cov_file} has no test contexts: run pytest with --cov-context=test (and coverage json --show-contexts), so each line names the tests that ran it"),
+                ));
+            }
+        }
+        if let Some(m) = &self.glob_error {
+            self.reasons.push(Reason::new(ReasonCode::MissingEvidence, m.clone()));
+        }
     }
 
-    // The ledger itself needs no test evidence: its edits are judged by the trust rules.
-    let mut no_evidence = policy.no_evidence_paths.clone();
-    no_evidence.push(globset::escape(&input.config.ledger));
-    no_evidence.extend(trust_judged.iter().map(|f| globset::escape(f)));
-    let globs = match PathGlobs::new(&no_evidence) {
-        Ok(g) => g,
-        Err(m) => {
-            reasons.push(Reason::new(ReasonCode::MissingEvidence, m));
-            PathGlobs::new(&[]).expect("empty glob set")
-        }
-    };
+    /// Row 1, `evidence_config_changed` (Trust): the patch changes the workflow
+    /// that produced the evidence (or, when that is unknown, any workflow), local
+    /// actions, coverage or pytest settings, flakegate's config, or puts
+    /// `# pragma: no cover` on changed code.
+    fn evidence_config_changed(&mut self) {
+        self.reasons.extend(self.config_reasons.iter().cloned());
+        self.notes.extend(self.config_notes.iter().cloned());
+    }
 
-    let classify = |t: &TestId| classify_test(t, ledger, ev.probe.as_ref());
-
-    // Per-file, per-line attribution.
-    let mut files = Vec::new();
-    let mut union: BTreeMap<TestId, WitnessStatus> = BTreeMap::new();
-    let mut needs_evidence_units = 0usize;
-    let mut phase_only_lines: Vec<Location> = Vec::new();
-    let mut deletion_only_code = 0usize;
-    let mut unmeasured_existing = 0usize;
-    for fc in &input.patch.files {
-        let cov = ev.coverage.as_ref().and_then(|c| c.files.get(&fc.path));
-        let coverage_path = ev.coverage.as_ref().and_then(|c| {
-            c.mapped_paths
-                .iter()
-                .find(|(_, repo)| repo == &fc.path)
-                .map(|(cp, _)| cp.clone())
-        });
-        let fr = account_file(
-            fc,
-            cov,
-            coverage_path,
-            &globs,
-            policy.attribute_deletions,
-            policy.run_phase_only,
-            ev.coverage.is_some(),
-            &classify,
-        );
-        if fr.evidence == FileEvidence::Blind && fc.path.ends_with(".py") && fc.status != FileStatus::Added {
-            unmeasured_existing += 1;
-        }
-        match fr.evidence {
-            FileEvidence::Blind => {
-                needs_evidence_units += 1;
-            }
-            FileEvidence::Measured => {
-                let attributed = fr
-                    .deletions
-                    .iter()
-                    .filter(|d| d.attributed && d.class.is_some_and(|c| c != LineClass::NotExecutable))
-                    .count();
-                needs_evidence_units += fr.executable_changed_lines.len() + attributed;
-                deletion_only_code += fr
-                    .deletions
-                    .iter()
-                    .filter(|d| !d.attributed && d.class.is_none())
-                    .count();
-                for l in &fr.lines {
-                    for w in &l.witnesses {
-                        union.insert(w.test.clone(), w.status);
-                    }
-                    if l.class == LineClass::Stable
-                        && l.witnesses
-                            .iter()
-                            .filter(|w| w.status.is_stable())
-                            .all(|w| !w.phases.contains(&Phase::Run))
-                    {
-                        phase_only_lines.push(Location::at(&fr.path, l.line as usize, None));
-                    }
+    /// Row 1, `evidence_mismatch` (Trust): `meta.json` names another head
+    /// commit, or the coverage measures none of the changed Python files. Also
+    /// notes how coverage paths were mapped and which contexts were ignored.
+    fn evidence_mismatch(&mut self) {
+        let (input, ev) = (self.input, self.ev);
+        let cov_file = self.coverage_file();
+        let workflow = self.workflow();
+        // "the evidence workflow" in a sentence: its file when known.
+        let rerun = match &workflow {
+            Some(w) => format!("re-run {w}"),
+            None => "re-run the workflow that produces the evidence".to_string(),
+        };
+        let from = workflow
+            .as_ref()
+            .map(|w| format!(", produced by {w},"))
+            .unwrap_or_default();
+        if let (Some(want), Some(meta)) = (&input.head_sha, &ev.meta) {
+            if let Some(got) = &meta.head_sha {
+                if !sha_eq(want, got) {
+                    let meta_file = input.input_path("meta").unwrap_or_else(|| "meta.json".into());
+                    self.reasons.push(
+                        Reason::new(
+                            ReasonCode::EvidenceMismatch,
+                            format!("{meta_file} says the evidence{from} is for commit {got}, but the head under review is {want}: {rerun} on the head commit and use its evidence"),
+                        )
+                        .at(vec![Location::file(meta_file.clone())]),
+                    );
                 }
             }
-            FileEvidence::NotNeeded | FileEvidence::NoExecutableChange => {
-                deletion_only_code += fr
-                    .deletions
-                    .iter()
-                    .filter(|d| !d.attributed && d.class.is_none())
-                    .count();
-            }
         }
-        files.push(fr);
-    }
-    // Deletions attributed to neighbours contribute their witnesses too.
-    // (account_file already put them in `lines` as witnesses of the neighbours.)
-
-    if let Some(cov) = &ev.coverage {
-        // When the patch changed the coverage configuration, that (reported above) is why the
-        // changed files are unmeasured; a second, vaguer reason would only blur it.
-        if cov.files.is_empty() && cov.measured_files > 0 && unmeasured_existing > 0 && !config_distrusted {
-            reasons.push(
+        let Some(cov) = &ev.coverage else {
+            return;
+        };
+        // When the patch changed the coverage configuration, that (evidence_config_changed)
+        // is why the changed files are unmeasured; a second, vaguer reason would only blur it.
+        let config_distrusted = !self.config_reasons.is_empty();
+        if cov.files.is_empty() && cov.measured_files > 0 && self.att.unmeasured_existing > 0 && !config_distrusted {
+            self.reasons.push(
                 Reason::new(
                     ReasonCode::EvidenceMismatch,
                     format!(
@@ -267,21 +211,68 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
             );
         }
         for (from, to) in &cov.mapped_paths {
-            notes.push(format!(
+            self.notes.push(format!(
                 "coverage path {from} was mapped to {to} by suffix (coverage without relative_files)"
             ));
         }
         if !cov.foreign_contexts.is_empty() {
-            notes.push(format!(
+            self.notes.push(format!(
                 "ignored coverage contexts that are not pytest-cov test contexts: {}",
                 cov.foreign_contexts.join(", ")
             ));
         }
     }
 
-    // Row 3: stable tests failing on head.
-    let mut results_report = ResultsReport::default();
-    if let Some(res) = &ev.results {
+    /// Row 1, `self_freeze` (Trust): the patch's ledger freezes (or freezes for
+    /// longer) a test that executes its own changed lines.
+    fn self_freeze(&mut self) {
+        let ledger_file = self.input.ledger_file_name();
+        let mut self_frozen: Vec<TestId> = Vec::new();
+        let mut self_locs = Vec::new();
+        for c in self.ledger_changes.iter().filter(|c| c.freezes_more()) {
+            let hit: Vec<TestId> = self.att.union.keys().filter(|t| t.is_under(&c.test)).cloned().collect();
+            if !hit.is_empty() {
+                self_locs.push(Location::at(format!("{ledger_file} (head)"), c.line, None));
+                self_frozen.extend(hit);
+            }
+        }
+        if !self_frozen.is_empty() {
+            self_frozen.sort();
+            self_frozen.dedup();
+            self.reasons.push(
+                Reason::new(
+                    ReasonCode::SelfFreeze,
+                    format!(
+                        "the patch freezes tests that execute its own changed lines ({}): a patch may not silence its own witnesses; land the freeze separately, with its owner's review",
+                        short_list(&self_frozen, 5)
+                    ),
+                )
+                .at(self_locs)
+                .tests(self_frozen),
+            );
+        }
+    }
+
+    /// Row 2 (INCONCLUSIVE), `invalid_ledger`: every problem found in the base ledger.
+    fn row2_ledger(&mut self) {
+        if let Err(errors) = self.input.ledger {
+            for e in errors {
+                self.reasons.push(
+                    Reason::new(ReasonCode::InvalidLedger, format!("invalid ledger: {e}")).at(vec![e.location.clone()]),
+                );
+            }
+        }
+    }
+
+    /// Row 3 (FAIL), `failed`: a stable test failed on head, or xfails there
+    /// although it passed in every base probe run; a JUnit case that failed and
+    /// matches no node id; a collection error. Also tallies the head results.
+    fn row3_failed(&mut self) {
+        let ev = self.ev;
+        let Some(res) = &ev.results else {
+            return;
+        };
+        let results_report = &mut self.results;
         results_report.given = true;
         let mut failing_stable = Vec::new();
         let mut locs = Vec::new();
@@ -304,7 +295,7 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
                 .map(|c| c.runs);
             let masked = r.outcome == Outcome::XFailed && base_runs.is_some();
             if r.outcome.is_failure() || masked {
-                let status = classify(test);
+                let status = classify_test(test, self.ledger, ev.probe.as_ref());
                 let counts = status.is_stable();
                 if counts {
                     failing_stable.push(test.clone());
@@ -359,7 +350,7 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
             }
         }
         if !unmatched_failures.is_empty() {
-            reasons.push(
+            self.reasons.push(
                 Reason::new(
                     ReasonCode::Failed,
                     format!(
@@ -375,7 +366,7 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
         if !failing_stable.is_empty() {
             let n = failing_stable.len();
             let list = short_list(&failing_stable, 5);
-            reasons.push(
+            self.reasons.push(
                 Reason::new(
                     ReasonCode::Failed,
                     format!(
@@ -389,7 +380,7 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
         }
         if !res.collection_errors.is_empty() {
             let names: Vec<_> = res.collection_errors.iter().map(|c| c.nodeid.clone()).collect();
-            reasons.push(
+            self.reasons.push(
                 Reason::new(
                     ReasonCode::Failed,
                     format!(
@@ -405,11 +396,11 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
             );
         }
         if !res.unmatched.is_empty() {
-            notes.push(format!(
+            self.notes.push(format!(
                 "{} JUnit test case{} matched no node id from coverage and were not used: {}",
                 res.unmatched.len(),
                 plural(res.unmatched.len()),
-                results_report
+                self.results
                     .unmatched
                     .iter()
                     .take(5)
@@ -420,87 +411,98 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
         }
     }
 
-    // Row 4: expired ledger entries.
-    let mut expired = Vec::new();
-    let mut blind: BTreeMap<String, BlindOwner> = BTreeMap::new();
-    for e in &ledger.entries {
-        if !e.is_expired(input.today) {
-            continue;
+    /// Row 4 (INCONCLUSIVE), `expired`: a ledger entry is past its `expires`
+    /// date and no probe in this evidence shows the test stable (then it is a
+    /// note: prune the entry). Its owner must renew it.
+    fn row4_expired(&mut self) {
+        let input = self.input;
+        for e in &self.ledger.entries {
+            if !e.is_expired(input.today) {
+                continue;
+            }
+            let waived = self.ev.probe.as_ref().is_some_and(|p| {
+                let under: Vec<_> = p.tests.iter().filter(|(t, _)| t.is_under(&e.test)).collect();
+                !under.is_empty() && under.iter().all(|(_, c)| c.stability() != Stability::Unstable)
+            });
+            let days_past = (input.today - e.expires).num_days();
+            self.expired.push(ExpiredEntry {
+                test: e.test.clone(),
+                owner: e.owner.clone(),
+                expires: e.expires.to_string(),
+                days_past,
+                waived_by_probe: waived,
+                line: e.line,
+            });
+            if waived {
+                self.notes.push(format!(
+                    "the freeze of {} expired on {}, but this evidence's probe shows it stable: prune the entry",
+                    e.test, e.expires
+                ));
+                continue;
+            }
+            self.reasons.push(
+                Reason::new(
+                    ReasonCode::Expired,
+                    format!(
+                        "the freeze of {} expired on {} ({} day{} ago); {} must re-probe it and renew the entry, or fix the test",
+                        e.test,
+                        e.expires,
+                        days_past,
+                        plural(days_past as usize),
+                        e.owner
+                    ),
+                )
+                .at(vec![Location::at(input.ledger_file_name(), e.line, None)])
+                .tests(vec![TestId::new(e.test.clone())]),
+            );
+            let bo = blind_owner(&mut self.blind, &e.owner, input.config);
+            bo.tests.push(TestId::new(e.test.clone()));
+            bo.why
+                .push(format!("the freeze of {} expired on {}", e.test, e.expires));
+            push_action(bo, "renew");
         }
-        let waived = ev.probe.as_ref().is_some_and(|p| {
-            let under: Vec<_> = p.tests.iter().filter(|(t, _)| t.is_under(&e.test)).collect();
-            !under.is_empty() && under.iter().all(|(_, c)| c.stability() != Stability::Unstable)
-        });
-        let days_past = (input.today - e.expires).num_days();
-        expired.push(ExpiredEntry {
-            test: e.test.clone(),
-            owner: e.owner.clone(),
-            expires: e.expires.to_string(),
-            days_past,
-            waived_by_probe: waived,
-            line: e.line,
-        });
-        if waived {
-            notes.push(format!(
-                "the freeze of {} expired on {}, but this evidence's probe shows it stable: prune the entry",
-                e.test, e.expires
-            ));
-            continue;
-        }
-        reasons.push(
-            Reason::new(
-                ReasonCode::Expired,
-                format!(
-                    "the freeze of {} expired on {} ({} day{} ago); {} must re-probe it and renew the entry, or fix the test",
-                    e.test,
-                    e.expires,
-                    days_past,
-                    plural(days_past as usize),
-                    e.owner
-                ),
-            )
-            .at(vec![Location::at(input.ledger_file_name(), e.line, None)])
-            .tests(vec![TestId::new(e.test.clone())]),
-        );
-        let bo = blind_owner(&mut blind, &e.owner, input.config);
-        bo.tests.push(TestId::new(e.test.clone()));
-        bo.why
-            .push(format!("the freeze of {} expired on {}", e.test, e.expires));
-        push_action(bo, "renew");
     }
 
-    // Rows 5–8 over the union of witnesses.
-    let stable_n = union.values().filter(|s| s.is_stable()).count();
-    let not_stable: Vec<TestId> = union
-        .iter()
-        .filter(|(_, s)| !s.is_stable())
-        .map(|(t, _)| t.clone())
-        .collect();
-    if ev.coverage.is_none() {
-        // Without coverage no witness can be named: row 1 already says so.
-    } else if needs_evidence_units == 0 && deletion_only_code > 0 {
-        reasons.push(Reason::new(
-            ReasonCode::Uncovered,
-            format!(
-                "the patch only deletes code ({deletion_only_code} deletion{}); no test can be named as its witness unless policy attribute_deletions: true attributes deletions to the lines around them",
-                plural(deletion_only_code)
-            ),
-        ));
-    } else if needs_evidence_units > 0 && union.is_empty() {
-        let locs = blind_locations(&files);
-        reasons.push(
-            Reason::new(
-                ReasonCode::Uncovered,
-                format!(
-                    "no test executes any changed line ({} blind: {}); add a test that exercises them",
-                    locs.len(),
-                    short_locs(&locs, 5)
-                ),
-            )
-            .at(locs),
-        );
-    } else if needs_evidence_units > 0 && stable_n == 0 {
-        reasons.push(
+    /// Row 5 (INCONCLUSIVE), `uncovered`: no test executes any changed line, or
+    /// the patch only deletes code and policy does not attribute deletions.
+    fn row5_uncovered(&mut self) {
+        match self.witnessing() {
+            Witnessing::OnlyDeletions => {
+                let deletion_only_code = self.att.deletion_only_code;
+                self.reasons.push(Reason::new(
+                    ReasonCode::Uncovered,
+                    format!(
+                        "the patch only deletes code ({deletion_only_code} deletion{}); no test can be named as its witness unless policy attribute_deletions: true attributes deletions to the lines around them",
+                        plural(deletion_only_code)
+                    ),
+                ));
+            }
+            Witnessing::Unwitnessed => {
+                let locs = blind_locations(&self.att.files);
+                self.reasons.push(
+                    Reason::new(
+                        ReasonCode::Uncovered,
+                        format!(
+                            "no test executes any changed line ({} blind: {}); add a test that exercises them",
+                            locs.len(),
+                            short_locs(&locs, 5)
+                        ),
+                    )
+                    .at(locs),
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// Row 6 (INCONCLUSIVE), `frozen_only`: every test that executes changed
+    /// lines is frozen or unstable.
+    fn row6_frozen_only(&mut self) {
+        if self.witnessing() != Witnessing::NoStableWitness {
+            return;
+        }
+        let not_stable = self.att.not_stable();
+        self.reasons.push(
             Reason::new(
                 ReasonCode::FrozenOnly,
                 format!(
@@ -508,79 +510,114 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
                     short_list(&not_stable, 5)
                 ),
             )
-            .tests(not_stable.clone()),
+            .tests(not_stable),
         );
-    } else if needs_evidence_units > 0 {
-        let locs = blind_locations(&files);
-        if !locs.is_empty() && policy.strict_lines {
-            reasons.push(
-                Reason::new(
-                    ReasonCode::BlindLinesStrict,
-                    format!(
-                        "{} changed line{} or file{} have no stable witness ({}); policy strict_lines requires one for every line",
-                        locs.len(),
-                        plural(locs.len()),
-                        plural(locs.len()),
-                        short_locs(&locs, 5)
-                    ),
-                )
-                .at(locs.clone()),
-            );
-        }
-        if !not_stable.is_empty() {
-            reasons.push(
-                Reason::new(
-                    ReasonCode::SomeFrozen,
-                    format!(
-                        "{} of {} witnesses of the changed lines {} frozen or unstable ({}); the rest are stable",
-                        not_stable.len(),
-                        union.len(),
-                        if not_stable.len() == 1 { "is" } else { "are" },
-                        short_list(&not_stable, 5)
-                    ),
-                )
-                .tests(not_stable.clone()),
-            );
-        }
-        if !locs.is_empty() && !policy.strict_lines {
-            reasons.push(
-                Reason::new(
-                    ReasonCode::BlindLines,
-                    format!(
-                        "{} changed line{} or file{} have no stable witness ({}); add a test for them",
-                        locs.len(),
-                        plural(locs.len()),
-                        plural(locs.len()),
-                        short_locs(&locs, 5)
-                    ),
-                )
-                .at(locs),
-            );
-        }
-        if !phase_only_lines.is_empty() {
-            reasons.push(
-                Reason::new(
-                    ReasonCode::PhaseOnlyWitness,
-                    format!(
-                        "{} changed line{} ran only in fixture setup/teardown, which cannot fail the way an assertion can ({})",
-                        phase_only_lines.len(),
-                        plural(phase_only_lines.len()),
-                        short_locs(&phase_only_lines, 5)
-                    ),
-                )
-                .at(phase_only_lines),
-            );
-        }
     }
-    // Caveat signals: tests the patch weakens, and lines only its own new tests witness.
-    let weakened = crate::gate::trust::weakenings(input.patch);
-    if !weakened.is_empty() {
+
+    /// Row 7 (PASS_WITH_CAVEAT): the caveat signals, in the order the policy
+    /// notes list them. Each one is subject to `policy.signals`
+    /// ([`Self::apply_policy_signals`]); `blind_lines` is INCONCLUSIVE under
+    /// `strict_lines`.
+    fn row7_caveats(&mut self) {
+        if self.witnessing() == Witnessing::SomeStable {
+            self.some_frozen();
+            self.blind_lines();
+            self.phase_only_witness();
+        }
+        self.weakened_test();
+        self.self_witness();
+        self.no_results();
+        self.ledger_edited();
+    }
+
+    /// Row 7, `some_frozen`: some (not all) witnesses are frozen or unstable.
+    fn some_frozen(&mut self) {
+        let not_stable = self.att.not_stable();
+        if not_stable.is_empty() {
+            return;
+        }
+        self.reasons.push(
+            Reason::new(
+                ReasonCode::SomeFrozen,
+                format!(
+                    "{} of {} witnesses of the changed lines {} frozen or unstable ({}); the rest are stable",
+                    not_stable.len(),
+                    self.att.union.len(),
+                    if not_stable.len() == 1 { "is" } else { "are" },
+                    short_list(&not_stable, 5)
+                ),
+            )
+            .tests(not_stable),
+        );
+    }
+
+    /// Row 7, `blind_lines`: some changed lines or files have no stable witness
+    /// (INCONCLUSIVE, code `BlindLinesStrict`, under `policy.strict_lines`).
+    fn blind_lines(&mut self) {
+        let locs = blind_locations(&self.att.files);
+        if locs.is_empty() {
+            return;
+        }
+        let reason = if self.input.config.policy.strict_lines {
+            Reason::new(
+                ReasonCode::BlindLinesStrict,
+                format!(
+                    "{} changed line{} or file{} have no stable witness ({}); policy strict_lines requires one for every line",
+                    locs.len(),
+                    plural(locs.len()),
+                    plural(locs.len()),
+                    short_locs(&locs, 5)
+                ),
+            )
+        } else {
+            Reason::new(
+                ReasonCode::BlindLines,
+                format!(
+                    "{} changed line{} or file{} have no stable witness ({}); add a test for them",
+                    locs.len(),
+                    plural(locs.len()),
+                    plural(locs.len()),
+                    short_locs(&locs, 5)
+                ),
+            )
+        };
+        self.reasons.push(reason.at(locs));
+    }
+
+    /// Row 7, `phase_only_witness`: changed lines ran only in fixture setup/teardown.
+    fn phase_only_witness(&mut self) {
+        let phase_only_lines = &self.att.phase_only_lines;
+        if phase_only_lines.is_empty() {
+            return;
+        }
+        self.reasons.push(
+            Reason::new(
+                ReasonCode::PhaseOnlyWitness,
+                format!(
+                    "{} changed line{} ran only in fixture setup/teardown, which cannot fail the way an assertion can ({})",
+                    phase_only_lines.len(),
+                    plural(phase_only_lines.len()),
+                    short_locs(phase_only_lines, 5)
+                ),
+            )
+            .at(phase_only_lines.clone()),
+        );
+    }
+
+    /// Row 7, `weakened_test`: the patch weakens its tests (retries, sleeps,
+    /// skips, widened tolerances, removed assertions or tests, no-ops, new
+    /// tests that assert nothing).
+    fn weakened_test(&mut self) {
+        let weakened = weakenings(self.input.patch);
+        if weakened.is_empty() {
+            return;
+        }
         let list: Vec<String> = weakened
             .iter()
             .take(5)
             .map(|w| format!("{}: {}", w.location, w.what))
             .collect();
-        reasons.push(
+        self.reasons.push(
             Reason::new(
                 ReasonCode::WeakenedTest,
                 format!(
@@ -596,17 +633,20 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
             .at(weakened.iter().map(|w| w.location.clone()).collect()),
         );
     }
-    if ev.coverage.is_some() {
+
+    /// Row 7, `self_witness`: changed lines whose only stable witnesses are
+    /// tests the patch adds or modifies.
+    fn self_witness(&mut self) {
+        if self.ev.coverage.is_none() {
+            return;
+        }
+        let patch = self.input.patch;
         let mut self_lines = Vec::new();
         let mut self_tests: Vec<TestId> = Vec::new();
         // Each test judged once: a witness of many lines is looked up once.
         let mut touched: BTreeMap<TestId, bool> = BTreeMap::new();
-        let mut touched_by_patch = |t: &TestId| {
-            *touched
-                .entry(t.clone())
-                .or_insert_with(|| crate::gate::trust::tests_touched_by(input.patch, t))
-        };
-        for f in &files {
+        let mut touched_by_patch = |t: &TestId| *touched.entry(t.clone()).or_insert_with(|| tests_touched_by(patch, t));
+        for f in &self.att.files {
             for l in f.lines.iter().filter(|l| l.class == LineClass::Stable) {
                 let stable: Vec<&LineWitness> = l.witnesses.iter().filter(|w| w.status.is_stable()).collect();
                 if !stable.is_empty() && stable.iter().all(|w| touched_by_patch(&w.test)) {
@@ -615,213 +655,200 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
                 }
             }
         }
-        if !self_lines.is_empty() {
-            self_tests.sort();
-            self_tests.dedup();
-            reasons.push(
-                Reason::new(
-                    ReasonCode::SelfWitness,
-                    format!(
-                        "{} changed line{} {} witnessed only by tests this patch adds or modifies ({}), so the patch vouches for itself: cover {} with a test the patch leaves unchanged, or a reviewer must read those tests",
-                        self_lines.len(),
-                        plural(self_lines.len()),
-                        if self_lines.len() == 1 { "is" } else { "are" },
-                        short_list(&self_tests, 5),
-                        if self_lines.len() == 1 { "it" } else { "them" }
-                    ),
-                )
-                .at(self_lines)
-                .tests(self_tests),
-            );
+        if self_lines.is_empty() {
+            return;
+        }
+        self_tests.sort();
+        self_tests.dedup();
+        self.reasons.push(
+            Reason::new(
+                ReasonCode::SelfWitness,
+                format!(
+                    "{} changed line{} {} witnessed only by tests this patch adds or modifies ({}), so the patch vouches for itself: cover {} with a test the patch leaves unchanged, or a reviewer must read those tests",
+                    self_lines.len(),
+                    plural(self_lines.len()),
+                    if self_lines.len() == 1 { "is" } else { "are" },
+                    short_list(&self_tests, 5),
+                    if self_lines.len() == 1 { "it" } else { "them" }
+                ),
+            )
+            .at(self_lines)
+            .tests(self_tests),
+        );
+    }
+
+    /// Row 7, `no_results`: changes need evidence, and no head results were given.
+    fn no_results(&mut self) {
+        if self.ev.results.is_none() && self.att.needs_evidence_units > 0 {
+            self.reasons.push(Reason::new(
+                ReasonCode::NoResults,
+                "no head test results were given (results/ with a report-log or JUnit file), so failures on head were not checked",
+            ));
         }
     }
-    if ev.results.is_none() && needs_evidence_units > 0 {
-        reasons.push(Reason::new(
-            ReasonCode::NoResults,
-            "no head test results were given (results/ with a report-log or JUnit file), so failures on head were not checked",
+
+    /// Row 7, `ledger_edited` (Trust): the patch edits the freeze ledger, listed
+    /// entry by entry; this evaluation used the base ledger.
+    fn ledger_edited(&mut self) {
+        let ledger_changes = &self.ledger_changes;
+        if ledger_changes.is_empty() {
+            return;
+        }
+        let list: Vec<String> = ledger_changes
+            .iter()
+            .take(5)
+            .map(|c| format!("{} {:?}: {}", c.test, c.kind, c.detail))
+            .collect();
+        self.reasons.push(Reason::new(
+            ReasonCode::LedgerEdited,
+            format!(
+                "the patch edits the freeze ledger ({} entr{}: {}); this evaluation used the base ledger, and the edits take effect only after they land",
+                ledger_changes.len(),
+                if ledger_changes.len() == 1 { "y" } else { "ies" },
+                list.join("; ")
+            ),
         ));
     }
 
-    // Blind owners of frozen witnesses.
-    let mut unowned_unstable = Vec::new();
-    for (test, status) in &union {
-        match status {
-            WitnessStatus::Frozen => {
-                for e in ledger.entries_for(test) {
-                    let bo = blind_owner(&mut blind, &e.owner, input.config);
-                    if !bo.tests.contains(test) {
-                        bo.tests.push(test.clone());
-                    }
-                    let by = if e.test == test.as_str() {
-                        String::new()
-                    } else {
-                        format!(" (by the entry {})", e.test)
-                    };
-                    bo.why.push(format!("{test} is frozen{by} and executes changed lines"));
-                    let broken = ev
-                        .probe
-                        .as_ref()
-                        .is_some_and(|p| p.stability(test) == Some(Stability::BrokenOnBase));
-                    push_action(bo, if broken { "fix" } else { "re-probe" });
-                }
-            }
-            WitnessStatus::Unstable => {
-                if ledger.is_frozen(test) {
+    /// Who cannot see this patch's effect (besides the owners of expired
+    /// entries, row 4): the owners of frozen or unstable witnesses, and through
+    /// CODEOWNERS the owners of changed lines no stable test witnesses. An
+    /// unstable witness nobody owns is a note.
+    fn blind_owners(&mut self) {
+        let (input, ev, ledger) = (self.input, self.ev, self.ledger);
+        let blind = &mut self.blind;
+        for (test, status) in &self.att.union {
+            match status {
+                WitnessStatus::Frozen => {
                     for e in ledger.entries_for(test) {
-                        let bo = blind_owner(&mut blind, &e.owner, input.config);
+                        let bo = blind_owner(blind, &e.owner, input.config);
                         if !bo.tests.contains(test) {
                             bo.tests.push(test.clone());
                         }
-                        bo.why
-                            .push(format!("{test} is unstable on base and executes changed lines"));
-                        push_action(bo, "fix");
+                        let by = if e.test == test.as_str() {
+                            String::new()
+                        } else {
+                            format!(" (by the entry {})", e.test)
+                        };
+                        bo.why.push(format!("{test} is frozen{by} and executes changed lines"));
+                        let broken = ev
+                            .probe
+                            .as_ref()
+                            .is_some_and(|p| p.stability(test) == Some(Stability::BrokenOnBase));
+                        push_action(bo, if broken { "fix" } else { "re-probe" });
                     }
+                }
+                WitnessStatus::Unstable => {
+                    if ledger.is_frozen(test) {
+                        for e in ledger.entries_for(test) {
+                            let bo = blind_owner(blind, &e.owner, input.config);
+                            if !bo.tests.contains(test) {
+                                bo.tests.push(test.clone());
+                            }
+                            bo.why
+                                .push(format!("{test} is unstable on base and executes changed lines"));
+                            push_action(bo, "fix");
+                        }
+                    } else {
+                        self.unowned_unstable.push(test.clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+        // CODEOWNERS: the owners of changed lines that no stable test witnesses.
+        if let Some(co) = &ev.codeowners {
+            for f in self.att.files.iter().filter(|f| f.is_blind()) {
+                let owners = co.owners_of(&f.path);
+                if owners.is_empty() {
+                    continue;
+                }
+                let what = if f.evidence == FileEvidence::Blind {
+                    format!(
+                        "{} is blind ({})",
+                        f.path,
+                        f.blind_reason.as_deref().unwrap_or("no stable witness")
+                    )
                 } else {
-                    unowned_unstable.push(test.clone());
+                    let mut lines: Vec<u32> = f
+                        .uncovered_lines
+                        .iter()
+                        .chain(&f.frozen_only_lines)
+                        .chain(&f.excluded_lines)
+                        .copied()
+                        .collect();
+                    lines.sort();
+                    format!("{} lines {} have no stable witness", f.path, line_list(&lines))
+                };
+                for owner in owners {
+                    let bo = blind_owner(blind, owner, input.config);
+                    bo.why.push(format!("CODEOWNERS: {what}"));
+                    push_action(bo, "add-test");
                 }
             }
-            _ => {}
         }
-    }
-    // CODEOWNERS: the owners of changed lines that no stable test witnesses.
-    if let Some(co) = &ev.codeowners {
-        for f in files.iter().filter(|f| f.is_blind()) {
-            let owners = co.owners_of(&f.path);
-            if owners.is_empty() {
-                continue;
-            }
-            let what = if f.evidence == FileEvidence::Blind {
-                format!(
-                    "{} is blind ({})",
-                    f.path,
-                    f.blind_reason.as_deref().unwrap_or("no stable witness")
-                )
-            } else {
-                let mut lines: Vec<u32> = f
-                    .uncovered_lines
-                    .iter()
-                    .chain(&f.frozen_only_lines)
-                    .chain(&f.excluded_lines)
-                    .copied()
-                    .collect();
-                lines.sort();
-                format!(
-                    "{} lines {} have no stable witness",
-                    f.path,
-                    crate::gate::report::line_list(&lines)
-                )
-            };
-            for owner in owners {
-                let bo = blind_owner(&mut blind, owner, input.config);
-                bo.why.push(format!("CODEOWNERS: {what}"));
-                push_action(bo, "add-test");
-            }
-        }
-    }
-    if !unowned_unstable.is_empty() {
-        notes.push(format!(
-            "unstable on base but not in the ledger, so nobody owns them: {} (freeze them with an owner, or fix them)",
-            short_list(&unowned_unstable, 5)
-        ));
-    }
-    let mut blind_owners: Vec<BlindOwner> = blind.into_values().collect();
-    for bo in &mut blind_owners {
-        bo.tests.sort();
-        bo.tests.dedup();
-        bo.why.sort();
-        bo.why.dedup();
-    }
-
-    // Trust: the patch's own ledger edits, and freezes of its own witnesses.
-    let mut ledger_changes = Vec::new();
-    if let (Some(head), Ok(base)) = (&ev.head_ledger, input.ledger) {
-        ledger_changes = crate::gate::trust::ledger_changes(base, head);
-        let ledger_file = input.ledger_file_name();
-        let mut self_frozen: Vec<TestId> = Vec::new();
-        let mut self_locs = Vec::new();
-        for c in ledger_changes.iter().filter(|c| c.freezes_more()) {
-            let hit: Vec<TestId> = union.keys().filter(|t| t.is_under(&c.test)).cloned().collect();
-            if !hit.is_empty() {
-                self_locs.push(Location::at(format!("{ledger_file} (head)"), c.line, None));
-                self_frozen.extend(hit);
-            }
-        }
-        if !self_frozen.is_empty() {
-            self_frozen.sort();
-            self_frozen.dedup();
-            reasons.push(
-                Reason::new(
-                    ReasonCode::SelfFreeze,
-                    format!(
-                        "the patch freezes tests that execute its own changed lines ({}): a patch may not silence its own witnesses; land the freeze separately, with its owner's review",
-                        short_list(&self_frozen, 5)
-                    ),
-                )
-                .at(self_locs)
-                .tests(self_frozen),
-            );
-        }
-        if !ledger_changes.is_empty() {
-            let list: Vec<String> = ledger_changes
-                .iter()
-                .take(5)
-                .map(|c| format!("{} {:?}: {}", c.test, c.kind, c.detail))
-                .collect();
-            reasons.push(Reason::new(
-                ReasonCode::LedgerEdited,
-                format!(
-                    "the patch edits the freeze ledger ({} entr{}: {}); this evaluation used the base ledger, and the edits take effect only after they land",
-                    ledger_changes.len(),
-                    if ledger_changes.len() == 1 { "y" } else { "ies" },
-                    list.join("; ")
-                ),
+        if !self.unowned_unstable.is_empty() {
+            self.notes.push(format!(
+                "unstable on base but not in the ledger, so nobody owns them: {} (freeze them with an owner, or fix them)",
+                short_list(&self.unowned_unstable, 5)
             ));
         }
     }
 
-    // Policy: each caveat signal off, a caveat, or INCONCLUSIVE. Only caveats
-    // are knobs, so no verdict worse than a caveat is ever lowered.
-    let mut turned_off: Vec<&'static str> = Vec::new();
-    reasons.retain_mut(|r| {
-        if r.code.verdict() != Verdict::PassWithCaveat {
-            return true;
-        }
-        match policy.signals.get(r.code.as_str()) {
-            Some(SignalLevel::Off) => {
-                notes.push(format!(
-                    "policy.signals.{} is off, so this reason did not count: {}",
-                    r.code.as_str(),
-                    r.message
-                ));
-                if !turned_off.contains(&r.code.as_str()) {
-                    turned_off.push(r.code.as_str());
+    /// `policy.signals`: each caveat signal off (dropped, with a note), a
+    /// caveat, or INCONCLUSIVE (escalated). Only caveats are knobs, so no
+    /// verdict worse than a caveat is ever lowered.
+    fn apply_policy_signals(&mut self) {
+        let policy = &self.input.config.policy;
+        let (notes, turned_off) = (&mut self.notes, &mut self.turned_off);
+        self.reasons.retain_mut(|r| {
+            if r.code.verdict() != Verdict::PassWithCaveat {
+                return true;
+            }
+            match policy.signals.get(r.code.as_str()) {
+                Some(SignalLevel::Off) => {
+                    notes.push(format!(
+                        "policy.signals.{} is off, so this reason did not count: {}",
+                        r.code.as_str(),
+                        r.message
+                    ));
+                    if !turned_off.contains(&r.code.as_str()) {
+                        turned_off.push(r.code.as_str());
+                    }
+                    false
                 }
-                false
+                Some(SignalLevel::Inconclusive) => {
+                    r.verdict = Verdict::Inconclusive;
+                    r.escalated = true;
+                    true
+                }
+                Some(SignalLevel::Caveat) | None => true,
             }
-            Some(SignalLevel::Inconclusive) => {
-                r.verdict = Verdict::Inconclusive;
-                r.escalated = true;
-                true
-            }
-            Some(SignalLevel::Caveat) | None => true,
+        });
+    }
+
+    /// Row 8 (PASS), when no other reason is left: `no_executable_change` when
+    /// nothing needs evidence, else `all_stable`.
+    fn row8_pass(&mut self) {
+        if !self.reasons.is_empty() {
+            return;
         }
-    });
-    if reasons.is_empty() {
-        if needs_evidence_units == 0 {
-            reasons.push(Reason::new(
+        if self.att.needs_evidence_units == 0 {
+            self.reasons.push(Reason::new(
                 ReasonCode::NoExecutableChange,
                 "no change in this patch needs test evidence (documentation, comments, renames or mode changes only)",
             ));
-        } else if !turned_off.is_empty() {
-            reasons.push(Reason::new(
+        } else if !self.turned_off.is_empty() {
+            self.reasons.push(Reason::new(
                 ReasonCode::AllStable,
                 format!(
                     "nothing else applies: the repository's policy.signals turned off {} (listed in the notes)",
-                    turned_off.join(", ")
+                    self.turned_off.join(", ")
                 ),
             ));
         } else {
-            reasons.push(Reason::new(
+            let stable_n = self.att.stable_count();
+            self.reasons.push(Reason::new(
                 ReasonCode::AllStable,
                 format!(
                     "all {stable_n} witness{} of the changed lines are stable",
@@ -830,61 +857,104 @@ pub fn evaluate(input: &GateInput<'_>) -> Report {
             ));
         }
     }
-    // Blocking reasons first (a caveat that policy made INCONCLUSIVE among them),
-    // then caveats, then PASS; within each, table order, then input order (stable sort).
-    reasons.sort_by_key(|r| (std::cmp::Reverse(severity(r.verdict)), r.code));
-    let verdict = reasons.first().map(|r| r.verdict).unwrap_or(Verdict::Inconclusive);
 
-    let mut witnesses = Witnesses::default();
-    for (t, s) in &union {
-        match s {
-            WitnessStatus::Stable => witnesses.stable.push(t.clone()),
-            WitnessStatus::Frozen => witnesses.frozen.push(t.clone()),
-            WitnessStatus::Unstable => witnesses.unstable.push(t.clone()),
-            WitnessStatus::FailingOnBase => witnesses.failing_on_base.push(t.clone()),
+    /// The record: reasons ordered blocking first (a caveat that policy made
+    /// INCONCLUSIVE among them), then caveats, then PASS; within each, table
+    /// order, then the order the rows found them. The first decides.
+    fn into_report(mut self) -> Report {
+        let (input, ev) = (self.input, self.ev);
+        self.reasons
+            .sort_by_key(|r| (std::cmp::Reverse(severity(r.verdict)), r.code));
+        let verdict = self.reasons.first().map(|r| r.verdict).unwrap_or(Verdict::Inconclusive);
+        let mut blind_owners: Vec<BlindOwner> = self.blind.into_values().collect();
+        for bo in &mut blind_owners {
+            bo.tests.sort();
+            bo.tests.dedup();
+            bo.why.sort();
+            bo.why.dedup();
+        }
+        let mut witnesses = Witnesses::default();
+        for (t, s) in &self.att.union {
+            match s {
+                WitnessStatus::Stable => witnesses.stable.push(t.clone()),
+                WitnessStatus::Frozen => witnesses.frozen.push(t.clone()),
+                WitnessStatus::Unstable => witnesses.unstable.push(t.clone()),
+                WitnessStatus::FailingOnBase => witnesses.failing_on_base.push(t.clone()),
+            }
+        }
+        let probe = ev.probe.as_ref().map(|p| probe_report(p, &self.att.union));
+        Report {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool {
+                name: "flakegate",
+                version: env!("CARGO_PKG_VERSION"),
+            },
+            verdict,
+            reasons: self.reasons,
+            base_sha: input
+                .base_sha
+                .clone()
+                .or_else(|| ev.meta.as_ref().and_then(|m| m.base_sha.clone())),
+            head_sha: input
+                .head_sha
+                .clone()
+                .or_else(|| ev.meta.as_ref().and_then(|m| m.head_sha.clone())),
+            today: input.today.to_string(),
+            witnesses,
+            files: self.att.files,
+            blind_owners,
+            expired: self.expired,
+            unowned_unstable: self.unowned_unstable,
+            ledger_changes: self.ledger_changes,
+            probe,
+            results: self.results,
+            coverage: ev.coverage.as_ref().map(|c| CoverageSummary {
+                format: c.format,
+                measured_files: c.measured_files,
+                mapped_paths: c.mapped_paths.clone(),
+            }),
+            inputs: input.inputs.clone(),
+            notes: self.notes,
         }
     }
-    let probe = ev.probe.as_ref().map(|p| probe_report(p, &union));
-    Report {
-        schema_version: SCHEMA_VERSION,
-        tool: Tool {
-            name: "flakegate",
-            version: env!("CARGO_PKG_VERSION"),
-        },
-        verdict,
-        reasons,
-        base_sha,
-        head_sha,
-        today: input.today.to_string(),
-        witnesses,
-        files,
-        blind_owners,
-        expired,
-        unowned_unstable,
-        ledger_changes,
-        probe,
-        results: results_report,
-        coverage: ev.coverage.as_ref().map(|c| CoverageSummary {
-            format: c.format,
-            measured_files: c.measured_files,
-            mapped_paths: c.mapped_paths.clone(),
-        }),
-        inputs: input.inputs.clone(),
-        notes,
+
+    fn witnessing(&self) -> Witnessing {
+        self.att.witnessing(self.ev.coverage.is_some())
+    }
+
+    /// The coverage file's name in messages.
+    fn coverage_file(&self) -> String {
+        self.ev.coverage_file.clone().unwrap_or_else(|| "coverage".into())
+    }
+
+    /// The workflow that produced the evidence, for messages: the caller's, else `meta.json`'s.
+    fn workflow(&self) -> Option<String> {
+        self.input
+            .workflow
+            .clone()
+            .filter(|w| !w.trim().is_empty())
+            .or_else(|| self.ev.meta.as_ref().and_then(|m| m.workflow.clone()))
+            .filter(|w| !w.trim().is_empty())
     }
 }
 
-impl GateInput<'_> {
-    /// The path of the input with this role (`meta`, `coverage`, …), when given.
-    fn input_path(&self, role: &str) -> Option<String> {
-        self.inputs.iter().find(|i| i.role == role).map(|i| i.path.clone())
-    }
-    fn ledger_file_name(&self) -> String {
-        self.inputs
-            .iter()
-            .find(|i| i.role == "ledger")
-            .map(|i| i.path.clone())
-            .unwrap_or_else(|| self.config.ledger.clone())
+/// The files that need no evidence: the policy's `no_evidence_paths`, the
+/// ledger (its edits are judged by the trust rules) and the non-Python files
+/// the trust rules judge (workflows, coverage and pytest settings, flakegate's
+/// config: no test can execute a YAML or INI file). A bad glob is reported
+/// (row 1, `missing_evidence`) and then nothing matches.
+fn no_evidence_globs(config: &Config, config_reasons: &[Reason]) -> (PathGlobs, Option<String>) {
+    let trust_judged = config_reasons
+        .iter()
+        .flat_map(|r| r.locations.iter())
+        .map(|l| l.file.clone())
+        .filter(|f| !f.ends_with(".py"));
+    let mut no_evidence = config.policy.no_evidence_paths.clone();
+    no_evidence.push(globset::escape(&config.ledger));
+    no_evidence.extend(trust_judged.map(|f| globset::escape(&f)));
+    match PathGlobs::new(&no_evidence) {
+        Ok(g) => (g, None),
+        Err(m) => (PathGlobs::new(&[]).expect("empty glob set"), Some(m)),
     }
 }
 
@@ -892,266 +962,6 @@ fn sha_eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.to_ascii_lowercase(), b.to_ascii_lowercase());
     let n = a.len().min(b.len());
     n >= 7 && a[..n] == b[..n]
-}
-
-/// How a test stands: unstable (probe) first, then frozen (ledger), then broken on base.
-pub fn classify_test(test: &TestId, ledger: &Ledger, probe: Option<&Probe>) -> WitnessStatus {
-    let stability = probe.and_then(|p| p.stability(test));
-    if stability == Some(Stability::Unstable) {
-        WitnessStatus::Unstable
-    } else if ledger.is_frozen(test) {
-        WitnessStatus::Frozen
-    } else if stability == Some(Stability::BrokenOnBase) {
-        WitnessStatus::FailingOnBase
-    } else {
-        WitnessStatus::Stable
-    }
-}
-
-/// Is this changed line's text something that is never a statement?
-/// Used where coverage lists no statements (the `.coverage` data file).
-pub fn is_non_code_text(text: &str) -> bool {
-    let t = text.trim();
-    // A line opening with a triple quote is a docstring (coverage.py does not
-    // count docstrings as statements).
-    let docstring = ["\"\"\"", "'''", "r\"\"\"", "r'''"].iter().any(|q| t.starts_with(q));
-    t.is_empty() || t.starts_with('#') || docstring || t.chars().all(|c| matches!(c, ')' | ']' | '}' | ',' | ':' | ';'))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn account_file(
-    fc: &FileChange,
-    cov: Option<&FileCoverage>,
-    coverage_path: Option<String>,
-    globs: &PathGlobs,
-    attribute_deletions: bool,
-    run_phase_only: bool,
-    have_coverage: bool,
-    classify: &dyn Fn(&TestId) -> WitnessStatus,
-) -> FileReport {
-    let changed_lines = fc.added_line_numbers();
-    let mut fr = FileReport {
-        path: fc.path.clone(),
-        old_path: fc.old_path.clone(),
-        status: fc.status,
-        evidence: FileEvidence::Measured,
-        blind_reason: None,
-        coverage_path,
-        changed_lines: changed_lines.clone(),
-        executable_changed_lines: Vec::new(),
-        stable_lines: Vec::new(),
-        uncovered_lines: Vec::new(),
-        frozen_only_lines: Vec::new(),
-        excluded_lines: Vec::new(),
-        lines: Vec::new(),
-        deletions: Vec::new(),
-    };
-    let code_deletion = |d: &crate::gate::diff::Deletion| d.text.iter().any(|t| !is_non_code_text(t));
-    // Test code is the evidence, not what needs it: the trust rules judge its changes.
-    let test_code = crate::gate::trust::is_test_file(&fc.path);
-    if test_code || (globs.is_match(&fc.path) && fc.old_path.as_deref().is_none_or(|p| globs.is_match(p))) {
-        fr.evidence = FileEvidence::NotNeeded;
-        fr.deletions = fc
-            .deletions
-            .iter()
-            .map(|d| DeletionReport {
-                old_start: d.old_start,
-                old_count: d.old_count,
-                after: d.after,
-                attributed: false,
-                class: Some(LineClass::NotExecutable),
-            })
-            .collect();
-        return fr;
-    }
-    let blind = |mut fr: FileReport, why: &str| {
-        fr.evidence = FileEvidence::Blind;
-        fr.blind_reason = Some(why.to_string());
-        fr
-    };
-    if fc.binary {
-        return blind(fr, "binary file: no test can witness it");
-    }
-    if !fc.lines_known {
-        return blind(
-            fr,
-            "changed lines unknown (the diff omits this file's patch, as GitHub does for very large files)",
-        );
-    }
-    if fc.status == FileStatus::Deleted {
-        if fc.deletions.iter().all(|d| !code_deletion(d)) && !fc.deletions.is_empty() {
-            fr.evidence = FileEvidence::NoExecutableChange;
-            return fr;
-        }
-        return blind(fr, "deleted file: no test on head can witness its removal");
-    }
-    let code_added: Vec<_> = fc.added.iter().filter(|l| !is_non_code_text(&l.text)).collect();
-    let code_deleted = fc.deletions.iter().any(code_deletion);
-    if fc.added.is_empty() && !code_deleted {
-        fr.evidence = FileEvidence::NoExecutableChange;
-        fr.deletions = fc
-            .deletions
-            .iter()
-            .map(|d| DeletionReport {
-                old_start: d.old_start,
-                old_count: d.old_count,
-                after: d.after,
-                attributed: false,
-                class: Some(LineClass::NotExecutable),
-            })
-            .collect();
-        return fr;
-    }
-    let Some(cov) = cov else {
-        if code_added.is_empty() && !code_deleted {
-            fr.evidence = FileEvidence::NoExecutableChange;
-            return fr;
-        }
-        if !have_coverage {
-            return blind(fr, "no coverage was given");
-        }
-        if fc.path.ends_with(".pyi") {
-            return blind(fr, "type stub: never executed, so no test can witness it");
-        }
-        let why = if fc.path.ends_with(".py") {
-            "not measured by coverage (never imported by the tests, or outside coverage's source)"
-        } else {
-            "not measured by coverage (not Python source); add it to no_evidence_paths if it needs no evidence"
-        };
-        return blind(fr, why);
-    };
-
-    let witnesses_at = |line: u32| -> Vec<LineWitness> {
-        let Some(ws) = cov.witnesses.get(&line) else {
-            return Vec::new();
-        };
-        to_line_witnesses(ws, run_phase_only, classify)
-    };
-    let class_of = |ws: &[LineWitness]| {
-        if ws.iter().any(|w| w.status.is_stable()) {
-            LineClass::Stable
-        } else {
-            LineClass::FrozenOnly
-        }
-    };
-    for al in &fc.added {
-        let line = al.line;
-        let ws = witnesses_at(line);
-        let class = if cov.excluded.contains(&line) {
-            LineClass::Excluded
-        } else if !ws.is_empty() {
-            class_of(&ws)
-        } else if cov.has_statements {
-            if cov.missing.contains(&line) || cov.executed.contains(&line) || cov.import_time.contains(&line) {
-                LineClass::Uncovered
-            } else {
-                LineClass::NotExecutable
-            }
-        } else if cov.import_time.contains(&line) || cov.executed.contains(&line) || !is_non_code_text(&al.text) {
-            LineClass::Uncovered
-        } else {
-            LineClass::NotExecutable
-        };
-        if class == LineClass::NotExecutable {
-            continue;
-        }
-        fr.executable_changed_lines.push(line);
-        match class {
-            LineClass::Stable => fr.stable_lines.push(line),
-            LineClass::FrozenOnly => fr.frozen_only_lines.push(line),
-            LineClass::Uncovered => fr.uncovered_lines.push(line),
-            LineClass::Excluded => fr.excluded_lines.push(line),
-            LineClass::NotExecutable => {}
-        }
-        fr.lines.push(LineReport {
-            line,
-            class,
-            witnesses: ws,
-        });
-    }
-    for d in &fc.deletions {
-        let mut rep = DeletionReport {
-            old_start: d.old_start,
-            old_count: d.old_count,
-            after: d.after,
-            attributed: false,
-            class: None,
-        };
-        if !code_deletion(d) {
-            rep.class = Some(LineClass::NotExecutable);
-        } else if attribute_deletions {
-            rep.attributed = true;
-            let mut ws: Vec<LineWitness> = Vec::new();
-            for n in [d.after, d.after + 1] {
-                if n == 0 {
-                    continue;
-                }
-                for w in witnesses_at(n) {
-                    if let Some(x) = ws.iter_mut().find(|x| x.test == w.test) {
-                        x.phases.extend(w.phases.iter().copied());
-                    } else {
-                        ws.push(w);
-                    }
-                }
-            }
-            ws.sort_by(|a, b| a.test.cmp(&b.test));
-            rep.class = Some(if ws.is_empty() {
-                LineClass::Uncovered
-            } else {
-                class_of(&ws)
-            });
-            // The neighbours' witnesses witness the deletion: record them as a line entry at `after`.
-            if !ws.is_empty() && !fr.lines.iter().any(|l| l.line == d.after.max(1)) {
-                fr.lines.push(LineReport {
-                    line: d.after.max(1),
-                    class: class_of(&ws),
-                    witnesses: ws,
-                });
-            }
-        }
-        fr.deletions.push(rep);
-    }
-    fr.lines.sort_by_key(|l| l.line);
-    if fr.executable_changed_lines.is_empty() && !fr.deletions.iter().any(|d| d.attributed) && !code_deleted {
-        fr.evidence = FileEvidence::NoExecutableChange;
-    }
-    fr
-}
-
-fn to_line_witnesses(
-    ws: &LineWitnesses,
-    run_phase_only: bool,
-    classify: &dyn Fn(&TestId) -> WitnessStatus,
-) -> Vec<LineWitness> {
-    ws.iter()
-        .filter(|(_, phases)| !run_phase_only || phases.contains(&Phase::Run))
-        .map(|(t, phases)| LineWitness {
-            test: t.clone(),
-            status: classify(t),
-            phases: phases.clone(),
-        })
-        .collect()
-}
-
-fn blind_locations(files: &[FileReport]) -> Vec<Location> {
-    let mut out = Vec::new();
-    for f in files {
-        if f.evidence == FileEvidence::Blind {
-            out.push(Location::file(f.path.clone()));
-            continue;
-        }
-        for l in &f.lines {
-            if l.class.is_blind() && f.executable_changed_lines.contains(&l.line) {
-                out.push(Location::at(f.path.clone(), l.line as usize, None));
-            }
-        }
-        for d in &f.deletions {
-            if d.attributed && d.class.is_some_and(|c| c.is_blind()) {
-                out.push(Location::at(f.path.clone(), d.after.max(1) as usize, None));
-            }
-        }
-    }
-    out
 }
 
 fn blind_owner<'a>(map: &'a mut BTreeMap<String, BlindOwner>, owner: &str, config: &Config) -> &'a mut BlindOwner {
@@ -1162,16 +972,6 @@ fn blind_owner<'a>(map: &'a mut BTreeMap<String, BlindOwner>, owner: &str, confi
         why: Vec::new(),
         actions: Vec::new(),
     })
-}
-
-/// The GitHub handle to mention for an owner: the owner itself when it is a
-/// handle, else the config's mapping; any other name is never @-mentioned.
-pub fn handle_for(owner: &str, config: &Config) -> Option<String> {
-    if crate::gate::config::is_handle(owner) {
-        Some(owner.to_string())
-    } else {
-        config.owners.get(owner).cloned()
-    }
 }
 
 fn push_action(bo: &mut BlindOwner, action: &str) {
@@ -1238,5 +1038,4 @@ fn short_locs(locs: &[Location], n: usize) -> String {
 }
 
 #[cfg(test)]
-#[path = "verdict_tests.rs"]
 mod tests;

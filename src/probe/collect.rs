@@ -22,7 +22,7 @@ fn read(path: &Path) -> Option<Result<String, String>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => Some(Err(format!("{}: cannot read: {e}", path.display()))),
         Ok(b) if b.iter().all(u8::is_ascii_whitespace) => None,
-        Ok(b) => Some(crate::evidence::text_of(&path.display().to_string(), &b).map_err(|e| e.to_string())),
+        Ok(b) => Some(crate::gate::error::text_of(&path.display().to_string(), &b).map_err(|e| e.to_string())),
     }
 }
 

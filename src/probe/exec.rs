@@ -160,9 +160,8 @@ pub fn execute(plan: &RunPlan, on_event: &mut dyn FnMut(Event<'_>)) -> Vec<RunRe
             });
         }
         drop(tx);
-        let mut done = 0u32;
-        for record in rx {
-            done += 1;
+        for (n, record) in rx.into_iter().enumerate() {
+            let done = u32::try_from(n + 1).unwrap_or(u32::MAX);
             on_event(Event::Finished { record: &record, done });
             let i = record.index as usize - 1;
             records[i] = Some(record);
@@ -342,7 +341,7 @@ mod tests {
         );
         let mut events = 0;
         let recs = execute(&p, &mut |_| events += 1);
-        assert_eq!(events, 6);
+        assert_eq!(events, 3, "one Finished event per run");
         assert_eq!(recs.iter().map(|r| r.index).collect::<Vec<_>>(), vec![1, 2, 3]);
         for r in &recs {
             assert_eq!(

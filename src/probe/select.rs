@@ -3,8 +3,8 @@
 //! so the K-fold cost is paid only on the tests that can witness the patch.
 
 use crate::gate::coverage::Coverage;
-use crate::gate::diff::Patch;
 use crate::gate::nodeid::TestId;
+use crate::gate::patch::Patch;
 use std::collections::BTreeSet;
 
 /// Every test that executed a changed line, in any phase.

@@ -2,11 +2,15 @@
 //! project's real evidence is exercised in `tests/`.
 
 use super::*;
-use crate::gate::coverage::CoverageFormat;
-use crate::gate::diff::{AddedLine, Deletion, Scope};
+use crate::gate::coverage::{Coverage, CoverageFormat, FileCoverage};
+use crate::gate::error::InputError;
+use crate::gate::input::Meta;
 use crate::gate::ledger::FreezeEntry;
+use crate::gate::nodeid::Phase;
+use crate::gate::patch::{AddedLine, Deletion, FileChange, FileStatus, Patch, Scope};
 use crate::gate::probe::ProbeCounts;
-use crate::gate::results::TestResult;
+use crate::gate::results::{TestResult, TestResults};
+use chrono::NaiveDate;
 use std::collections::BTreeSet;
 
 const FILE: &str = "src/shop/refunds.py";
@@ -578,7 +582,7 @@ const DISCOUNT_NEW: &str = "tests/test_pricing.py::test_discount_unknown_code_ro
 
 fn pricing_case(diff: &str, witnesses: &[(&str, Phase)]) -> Case {
     let mut c = Case::new(&[], coverage_in(PRICING, &[(28, witnesses)], &[]));
-    c.patch = crate::gate::diff::parse_unified("diff", diff).unwrap();
+    c.patch = crate::gate::patch::parse_unified("diff", diff).unwrap();
     c.probe = Some(probe(5, &[(DISCOUNT_NONE, 0), (DISCOUNT_NEW, 0)]));
     c.results = Some(results(&[
         (DISCOUNT_NONE, Outcome::Passed),
@@ -589,7 +593,7 @@ fn pricing_case(diff: &str, witnesses: &[(&str, Phase)]) -> Case {
 
 #[test]
 fn a_new_test_beside_an_unmodified_witness_is_not_self_witness() {
-    use crate::gate::trust::weakening_tests::{NEW_TEST_BESIDE_AN_OLD_ONE, PARAM_CASE_CHANGED};
+    use crate::gate::trust::weakening::tests::{NEW_TEST_BESIDE_AN_OLD_ONE, PARAM_CASE_CHANGED};
     // The changed line has an independent witness: the existing, untouched test_discount.
     let r = pricing_case(NEW_TEST_BESIDE_AN_OLD_ONE, &[(DISCOUNT_NONE, RUN), (DISCOUNT_NEW, RUN)]).run();
     assert_eq!(r.verdict, Verdict::Pass, "{:#?}", r.reasons);

@@ -1,5 +1,5 @@
-//! The patch: which files a pull request touches and which new-side lines it
-//! adds. Reads git's unified diff text and GitHub's pull-request files listing.
+//! git's unified diff text (`git diff`, GitHub's diff media type, plain
+//! `diff -u`) → [`Patch`].
 //!
 //! ## Why diffy, and what this file does itself
 //!
@@ -30,143 +30,10 @@
 //!
 //! Both passes are linear in the input.
 
-use serde::{Deserialize, Serialize};
+use super::model::{AddedLine, ContextLine, Deletion, FileChange, FileStatus, Patch, RemovedLine, Scope};
+use super::scope::scopes_of_side;
+use crate::gate::error::{InputError, Location};
 use std::borrow::Cow;
-
-use crate::gate::{InputError, Location};
-
-/// What happened to a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FileStatus {
-    Added,
-    Deleted,
-    Modified,
-    Renamed,
-    Copied,
-    /// Only the file mode changed (e.g. `chmod +x`); no content change.
-    ModeOnly,
-}
-
-/// A line the patch added, numbered on the new (head) side.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AddedLine {
-    pub line: u32,
-    /// The line's text without the leading `+` and without the line ending.
-    pub text: String,
-    /// The Python `def`/`class` blocks the line sits in on the new side, as far as its hunk shows.
-    pub scope: Scope,
-}
-
-/// Where a changed line sits in Python source: the `class`/`def` blocks around
-/// it, found from the diff alone (see [`scopes_of_side`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Scope {
-    /// The hunk does not show which block the line is in (and for lines with no code).
-    #[default]
-    Unknown,
-    /// Inside these blocks, outermost first (`["TestCart", "test_total"]`; empty: module level).
-    /// `complete` is false when the hunk (and its `@@` header) shows only the innermost ones.
-    Known { names: Vec<String>, complete: bool },
-}
-
-impl Scope {
-    /// Module level: inside no `def` or `class`.
-    pub fn module() -> Self {
-        Scope::Known {
-            names: Vec::new(),
-            complete: true,
-        }
-    }
-    pub fn is_known(&self) -> bool {
-        matches!(self, Scope::Known { .. })
-    }
-    /// The block names, outermost first (empty when unknown or at module level).
-    pub fn names(&self) -> &[String] {
-        match self {
-            Scope::Known { names, .. } => names,
-            Scope::Unknown => &[],
-        }
-    }
-}
-
-/// A context (unchanged) line of a hunk, with its numbers on both sides.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ContextLine {
-    pub old_line: u32,
-    /// New-side line number.
-    pub line: u32,
-    pub text: String,
-}
-
-/// A run of removed lines with no added line in its place (a pure deletion).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Deletion {
-    /// First removed line, old side, 1-based.
-    pub old_start: u32,
-    /// How many consecutive lines were removed.
-    pub old_count: u32,
-    /// The surviving new-side line directly above the deletion (0 when the
-    /// deletion is at the top of the file). The line below is `after + 1`,
-    /// when the file has one.
-    pub after: u32,
-    /// The removed lines' text.
-    pub text: Vec<String>,
-}
-
-/// A line the patch removed, numbered on the old (base) side.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RemovedLine {
-    pub line: u32,
-    pub text: String,
-    /// The Python `def`/`class` blocks the line sat in on the old side, as far as its hunk shows.
-    pub scope: Scope,
-}
-
-/// One file of the patch.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FileChange {
-    /// Repository-relative path on the new side (the old path for a deleted file).
-    pub path: String,
-    /// The old path, for renames and copies.
-    pub old_path: Option<String>,
-    pub status: FileStatus,
-    pub binary: bool,
-    /// False when the changed lines are unknown (GitHub omits `patch` for huge files).
-    pub lines_known: bool,
-    /// Added lines, ascending by line number.
-    pub added: Vec<AddedLine>,
-    /// Pure deletions, ascending.
-    pub deletions: Vec<Deletion>,
-    /// Every removed line (pure deletions and replaced lines), old-side numbers:
-    /// what the trust rules read to see an assertion loosened or removed.
-    pub removed: Vec<RemovedLine>,
-    /// The hunks' context lines, ascending: with `added` (new side) or `removed`
-    /// (old side) they are all of the file the diff shows.
-    pub context: Vec<ContextLine>,
-}
-
-impl FileChange {
-    pub fn added_line_numbers(&self) -> Vec<u32> {
-        self.added.iter().map(|l| l.line).collect()
-    }
-}
-
-/// A whole patch, files in diff order.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Patch {
-    pub files: Vec<FileChange>,
-}
-
-impl Patch {
-    /// Every repository path the patch names (new and old paths).
-    pub fn paths(&self) -> impl Iterator<Item = &str> {
-        self.files
-            .iter()
-            .flat_map(|f| std::iter::once(f.path.as_str()).chain(f.old_path.as_deref()))
-    }
-}
 
 /// Parse git's unified diff text (`git diff`, GitHub's diff media type).
 /// `file` names the input in errors.
@@ -214,175 +81,6 @@ pub fn parse_unified_bytes(file: &str, bytes: &[u8]) -> Result<Patch, InputError
     }
 }
 
-/// Parse GitHub's pull-request files listing (a JSON array of diff entries).
-///
-/// Each entry's `patch` is hunk text only. Without `patch`:
-/// - `changes > 0`: the lines are unknown (GitHub omits the patch of very
-///   large files) → `lines_known: false`;
-/// - `changes == 0`: there are no line changes to know. Such an entry is a
-///   pure rename, a mode change (`changed` → [`FileStatus::ModeOnly`]), an
-///   empty file, or a binary file. `modified` with no line changes can only
-///   be binary; `added`/`removed` are binary unless `sha` is git's empty
-///   blob; a `renamed`/`copied` binary with changed content cannot be told
-///   from a pure rename and is reported as not binary.
-///
-/// `unchanged` entries are kept as `Modified` with no lines.
-pub fn parse_github_files(file: &str, json: &str) -> Result<Patch, InputError> {
-    let body = json.strip_prefix('\u{feff}').unwrap_or(json);
-    let entries: Vec<GhEntry> = serde_json::from_str(body).map_err(|e| InputError::json(file, &e))?;
-    let mut files = Vec::with_capacity(entries.len());
-    for (i, e) in entries.into_iter().enumerate() {
-        files.push(gh_file(file, json, i, e)?);
-    }
-    Ok(Patch { files })
-}
-
-// ---------------------------------------------------------------------------
-// GitHub files listing
-
-/// The blob id of the empty file (`git hash-object /dev/null`).
-const EMPTY_BLOB: &str = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391";
-
-#[derive(Deserialize)]
-struct GhEntry {
-    #[serde(default)]
-    sha: Option<String>,
-    filename: String,
-    status: GhStatus,
-    // Not used, but typed so that a wrong type is reported.
-    #[serde(default)]
-    #[allow(dead_code)]
-    additions: Option<u64>,
-    #[serde(default)]
-    #[allow(dead_code)]
-    deletions: Option<u64>,
-    changes: u64,
-    #[serde(default)]
-    patch: Option<String>,
-    #[serde(default)]
-    previous_filename: Option<String>,
-}
-
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-enum GhStatus {
-    Added,
-    Removed,
-    Modified,
-    Renamed,
-    Copied,
-    Changed,
-    Unchanged,
-}
-
-fn gh_file(file: &str, json: &str, index: usize, e: GhEntry) -> Result<FileChange, InputError> {
-    let patch = e.patch.as_deref().filter(|p| !p.is_empty());
-    let no_lines = patch.is_none() && e.changes == 0;
-    let old_path = match e.status {
-        GhStatus::Renamed | GhStatus::Copied => match e.previous_filename {
-            Some(p) => Some(p),
-            None => {
-                return Err(gh_error(
-                    file,
-                    json,
-                    index,
-                    "status",
-                    format!(
-                        "entry {index} ({}): expected `previous_filename` for a renamed or copied file",
-                        e.filename
-                    ),
-                ))
-            }
-        },
-        _ => None,
-    };
-    let empty_blob = e.sha.as_deref() == Some(EMPTY_BLOB);
-    let (status, binary) = match e.status {
-        GhStatus::Added => (FileStatus::Added, no_lines && !empty_blob),
-        GhStatus::Removed => (FileStatus::Deleted, no_lines && !empty_blob),
-        GhStatus::Modified => (FileStatus::Modified, no_lines),
-        GhStatus::Renamed => (FileStatus::Renamed, false),
-        GhStatus::Copied => (FileStatus::Copied, false),
-        GhStatus::Changed if no_lines => (FileStatus::ModeOnly, false),
-        GhStatus::Changed | GhStatus::Unchanged => (FileStatus::Modified, false),
-    };
-    let mut fc = FileChange {
-        path: e.filename,
-        old_path,
-        status,
-        binary,
-        lines_known: patch.is_some() || e.changes == 0,
-        added: Vec::new(),
-        deletions: Vec::new(),
-        removed: Vec::new(),
-        context: Vec::new(),
-    };
-    if let Some(p) = patch {
-        let p = normalize_eol(p);
-        let bad = |line: usize, col: Option<usize>, msg: String| {
-            let col = col.map(|c| format!(", column {c}")).unwrap_or_default();
-            gh_error(
-                file,
-                json,
-                index,
-                "patch",
-                format!("entry {index} ({}): patch line {line}{col}: {msg}", fc.path),
-            )
-        };
-        let mut cur = Cursor::new(&p);
-        let hunks = scan_hunks(&mut cur, "patch").map_err(|(l, c, m)| bad(l, c, m))?;
-        skip_blank(&mut cur);
-        if let Some(l) = cur.peek() {
-            let msg = if hunks == 0 {
-                format!("expected a hunk header `@@ -a,b +c,d @@`, found {}", show(l))
-            } else {
-                format!(
-                    "unexpected line after a complete hunk: expected `@@` or the end of the patch, found {}",
-                    show(l)
-                )
-            };
-            return Err(bad(cur.line, None, msg));
-        }
-        let parsed = guarded(|| diffy::Patch::from_str(&p).map_err(|e| e.to_string()))
-            .and_then(|r| r)
-            .map_err(|m| bad(1, None, format!("could not be parsed: {m}")))?;
-        if parsed.hunks().len() != hunks {
-            return Err(bad(
-                1,
-                None,
-                format!(
-                    "internal parser disagreement ({} vs {hunks} hunks); please report this input",
-                    parsed.hunks().len()
-                ),
-            ));
-        }
-        let (added, deletions, removed, context) = lines_of(parsed.hunks()).map_err(|m| bad(1, None, m))?;
-        fc.added = added;
-        fc.deletions = deletions;
-        fc.removed = removed;
-        fc.context = context;
-    }
-    Ok(fc)
-}
-
-/// An error about entry `index`, located at its `key` when the positions can
-/// be recovered (serde's typed parse has none once the text is valid JSON).
-fn gh_error(file: &str, json: &str, index: usize, key: &str, msg: String) -> InputError {
-    use crate::gate::ledger::json_spans::{self, JVal};
-    let loc = json_spans::parse(file, json)
-        .ok()
-        .and_then(|root| match root.val {
-            JVal::Arr(items) => items.into_iter().nth(index),
-            _ => None,
-        })
-        .and_then(|entry| match entry.val {
-            JVal::Obj(members) => members.into_iter().find(|m| m.key == key).map(|m| m.value.pos),
-            _ => None,
-        })
-        .map_or_else(|| Location::file(file), |p| Location::at(file, p.line, Some(p.col)));
-    InputError::new(loc, msg)
-}
-
 // ---------------------------------------------------------------------------
 // The scanner: strict structure, line numbers, section boundaries.
 
@@ -391,7 +89,7 @@ const NO_NEWLINE: &str = "\\ No newline at end of file";
 /// `\r\n` → `\n` (and a final lone `\r`). Only line ends change, so line
 /// numbers and columns stay valid. Text of changed lines never keeps a
 /// trailing `\r` anyway.
-fn normalize_eol(text: &str) -> Cow<'_, str> {
+pub(super) fn normalize_eol(text: &str) -> Cow<'_, str> {
     if !text.contains('\r') {
         return Cow::Borrowed(text);
     }
@@ -404,18 +102,18 @@ fn normalize_eol(text: &str) -> Cow<'_, str> {
 
 /// A line reader over LF text.
 #[derive(Clone)]
-struct Cursor<'a> {
+pub(super) struct Cursor<'a> {
     text: &'a str,
     /// Byte offset of the next line.
     pos: usize,
     /// 1-based number of the next line.
-    line: usize,
+    pub(super) line: usize,
     /// Line of the last hunk header read (for error messages).
     last_hunk: usize,
 }
 
 impl<'a> Cursor<'a> {
-    fn new(text: &'a str) -> Self {
+    pub(super) fn new(text: &'a str) -> Self {
         Cursor {
             text,
             pos: 0,
@@ -424,7 +122,7 @@ impl<'a> Cursor<'a> {
         }
     }
     /// The next line, without its `\n`.
-    fn peek(&self) -> Option<&'a str> {
+    pub(super) fn peek(&self) -> Option<&'a str> {
         let rest = self.text.get(self.pos..).filter(|r| !r.is_empty())?;
         Some(match rest.find('\n') {
             Some(i) => &rest[..i],
@@ -445,14 +143,14 @@ fn is_blank(l: &str) -> bool {
     l.trim().is_empty()
 }
 
-fn skip_blank(cur: &mut Cursor<'_>) {
+pub(super) fn skip_blank(cur: &mut Cursor<'_>) {
     while cur.peek().is_some_and(is_blank) {
         cur.advance();
     }
 }
 
 /// A line, shortened and quoted for an error message.
-fn show(l: &str) -> String {
+pub(super) fn show(l: &str) -> String {
     let mut s: String = l.chars().take(60).collect();
     if s.len() < l.len() {
         s.push('…');
@@ -705,7 +403,7 @@ struct HunkHeader {
 
 /// Hunks while the next line starts with `@@`. Line counts, not the text,
 /// decide where a hunk ends. `what` names the input for the EOF message.
-fn scan_hunks(cur: &mut Cursor<'_>, what: &str) -> Result<usize, ScanError> {
+pub(super) fn scan_hunks(cur: &mut Cursor<'_>, what: &str) -> Result<usize, ScanError> {
     let mut n = 0;
     let mut prev: Option<HunkHeader> = None;
     while let Some(l) = cur.peek().filter(|l| l.starts_with("@@")) {
@@ -929,7 +627,7 @@ fn parse_hunk_header(l: &str) -> Result<HunkHeader, (usize, String)> {
 
 /// Run a third-party parser on untrusted input without letting a panic in it
 /// escape (the crate promises never to panic on bad input).
-fn guarded<T>(f: impl FnOnce() -> T + std::panic::UnwindSafe) -> Result<T, String> {
+pub(super) fn guarded<T>(f: impl FnOnce() -> T + std::panic::UnwindSafe) -> Result<T, String> {
     std::panic::catch_unwind(f).map_err(|_| "the diff parser failed on this input".to_string())
 }
 
@@ -1096,7 +794,7 @@ fn to_u32(n: usize) -> Result<u32, String> {
 type FileLines = (Vec<AddedLine>, Vec<Deletion>, Vec<RemovedLine>, Vec<ContextLine>);
 
 /// Added lines, pure deletions, every removed line and the context lines of a file's hunks.
-fn lines_of(hunks: &[diffy::Hunk<'_, str>]) -> Result<FileLines, String> {
+pub(super) fn lines_of(hunks: &[diffy::Hunk<'_, str>]) -> Result<FileLines, String> {
     use diffy::Line;
     let mut added = Vec::new();
     let mut deletions = Vec::new();
@@ -1197,214 +895,8 @@ fn scopes_of_hunk(lines: &[diffy::Line<'_, str>], header: Option<&str>) -> (Vec<
     (side(true), side(false))
 }
 
-/// Leading whitespace as a column (a tab advances to the next multiple of 8);
-/// `None` for a line with no code (blank or only a comment).
-fn code_indent(t: &str) -> Option<usize> {
-    let mut col = 0;
-    for c in t.chars() {
-        match c {
-            ' ' => col += 1,
-            '\t' => col = col / 8 * 8 + 8,
-            '\x0c' => {}
-            '#' => return None,
-            _ => return Some(col),
-        }
-    }
-    None
-}
-
-/// The name a `def`, `async def` or `class` line opens.
-pub fn block_name(t: &str) -> Option<&str> {
-    let t = t.trim_start();
-    let t = t
-        .strip_prefix("async")
-        .filter(|r| r.starts_with([' ', '\t']))
-        .map_or(t, str::trim_start);
-    let rest = t
-        .strip_prefix("def")
-        .or_else(|| t.strip_prefix("class"))
-        .filter(|r| r.starts_with([' ', '\t']))?
-        .trim_start();
-    let end = rest
-        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .unwrap_or(rest.len());
-    (end > 0).then(|| &rest[..end])
-}
-
-/// The scope of each line of one side of a hunk, `texts` being that side's
-/// lines in order (context lines and that side's changed lines) and `header`
-/// the text after the hunk header's `@@ … @@`.
-///
-/// A line is inside the nearest less-indented line above it, and that one
-/// inside the nearest less-indented line above it, up to a line at column 0:
-/// the `def`/`class` lines of that chain are the scope. (Lines with no code —
-/// blank, comment — stay [`Scope::Unknown`]; a line opening with a closing
-/// bracket belongs to the line that opened it.) A line in a decorator belongs
-/// to the `def` or `class` the decorator decorates, found further down the hunk.
-/// When the chain stops short of column 0 at the top of the hunk, the header
-/// supplies the enclosing `def`/`class` when it shows one (git's default
-/// header is the last column-0 line above the hunk; with a `diff=python`
-/// driver it is the nearest `def`/`class` at any depth, which this reads as
-/// the outermost); below a `class` header the chain is complete only when the
-/// hunk shows the method. What the hunk cannot show
-/// stays unknown: a chain with no block in it, a decorator whose `def` lies
-/// past the hunk's end. A line inside a triple-quoted string is where the line
-/// that opened the string is (a hunk that starts inside a string misreads it).
-pub fn scopes_of_side(texts: &[&str], header: Option<&str>) -> Vec<Scope> {
-    struct Open {
-        indent: usize,
-        name: Option<String>,
-        is_def: bool,
-        decorator: bool,
-    }
-    // Lines waiting for the `def` a decorator decorates: (decorator's indent,
-    // names around the decorator, complete, the lines). One group per
-    // decorator chain, so that waiting stays linear.
-    type Pending = (usize, Vec<String>, bool, Vec<usize>);
-    let mut pending: Vec<Pending> = Vec::new();
-    let wait = |pending: &mut Vec<Pending>, at: usize, names: Vec<String>, complete: bool, line: usize| match pending
-        .last_mut()
-    {
-        Some(p) if p.0 == at && p.1 == names && p.2 == complete => p.3.push(line),
-        _ => pending.push((at, names, complete, vec![line])),
-    };
-    let mut out = vec![Scope::Unknown; texts.len()];
-    let mut stack: Vec<Open> = Vec::new();
-    // Lines whose scope came from the header, while no column-0 line has confirmed it.
-    let mut tentative: Vec<usize> = Vec::new();
-    let header = header.map(|h| h.trim_end_matches(['\n', '\r']));
-    let header_block = header
-        .filter(|h| !h.starts_with([' ', '\t']))
-        .and_then(|h| block_name(h).map(|n| (n.to_string(), h.trim_start().starts_with("class"))));
-    // Names of the first `n` open lines, completed by the header when they stop
-    // short of column 0; and whether the header was used.
-    let around = |stack: &[Open], n: usize, indent: usize| -> (Vec<String>, bool, bool) {
-        let open = &stack[..n];
-        let mut names: Vec<String> = open.iter().filter_map(|o| o.name.clone()).collect();
-        let lowest = open.first().map_or(indent, |o| o.indent);
-        let mut complete = lowest == 0;
-        let mut used = false;
-        if !complete {
-            if let Some((h, is_class)) = &header_block {
-                names.insert(0, h.clone());
-                used = true;
-                // Below a `def` everything is that function's; below a `class`, only a
-                // method shown in the hunk says which method the line is in.
-                complete = !is_class || open.first().is_some_and(|o| o.is_def);
-            }
-        }
-        (names, complete, used)
-    };
-    let known = |names: Vec<String>, complete: bool| {
-        if complete || !names.is_empty() {
-            Scope::Known { names, complete }
-        } else {
-            Scope::Unknown
-        }
-    };
-    // Inside a triple-quoted string: its delimiter and the line that opened it.
-    let mut in_string: Option<(&str, usize)> = None;
-    let mut string_lines: Vec<(usize, usize)> = Vec::new();
-    for (i, t) in texts.iter().enumerate() {
-        if let Some((delim, opener)) = in_string {
-            string_lines.push((i, opener));
-            if t.matches(delim).count() % 2 == 1 {
-                in_string = None;
-            }
-            continue;
-        }
-        let Some(indent) = code_indent(t) else { continue };
-        if let Some(delim) = opens_string(t) {
-            in_string = Some((delim, i));
-        }
-        let trimmed = t.trim_start();
-        let closing = trimmed.starts_with([')', ']', '}']);
-        let name = if closing { None } else { block_name(t) };
-        let decorator = !closing && trimmed.starts_with('@');
-        if !closing {
-            // Decorated lines wait for their `def`: it comes at the decorator's indent.
-            pending.retain(|(at, names, complete, lines)| {
-                if *at < indent || (*at == indent && decorator) {
-                    return true;
-                }
-                if *at == indent {
-                    if let Some(n) = name {
-                        let mut names = names.clone();
-                        names.push(n.to_string());
-                        for k in lines {
-                            out[*k] = Scope::Known {
-                                names: names.clone(),
-                                complete: *complete,
-                            };
-                        }
-                    }
-                }
-                false
-            });
-        }
-        let eff = if closing { indent + 1 } else { indent };
-        while stack.last().is_some_and(|o| o.indent >= eff) {
-            stack.pop();
-        }
-        if let Some(d) = stack.iter().position(|o| o.decorator) {
-            let (names, complete, _) = around(&stack, d, stack[d].indent);
-            wait(&mut pending, stack[d].indent, names, complete, i);
-        } else if decorator {
-            let (names, complete, _) = around(&stack, stack.len(), indent);
-            wait(&mut pending, indent, names, complete, i);
-        } else {
-            let (mut names, complete, used) = around(&stack, stack.len(), eff);
-            if let Some(n) = name {
-                names.push(n.to_string());
-            }
-            out[i] = known(names, complete);
-            if used {
-                tentative.push(i);
-            }
-        }
-        if indent == 0 {
-            if closing {
-                // A bracket opened at column 0 above the hunk closes here: the lines
-                // read under the header were in it — in a decorator (git's header
-                // skips `@` lines), so they belong to the `def` that follows.
-                for k in tentative.drain(..) {
-                    out[k] = Scope::Unknown;
-                    wait(&mut pending, 0, Vec::new(), true, k);
-                }
-            } else {
-                tentative.clear();
-            }
-        }
-        if !closing {
-            stack.push(Open {
-                indent,
-                name: name.map(str::to_string),
-                is_def: name.is_some() && !trimmed.starts_with("class"),
-                decorator,
-            });
-        }
-    }
-    // A string's lines are where the line that opened it is.
-    for (i, opener) in string_lines {
-        out[i] = out[opener].clone();
-    }
-    out
-}
-
-/// The triple quote a line leaves open (an odd number of them), if any.
-fn opens_string(t: &str) -> Option<&'static str> {
-    let (at, delim) = ["\"\"\"", "'''"]
-        .into_iter()
-        .filter_map(|d| t.find(d).map(|i| (i, d)))
-        .min_by_key(|(i, _)| *i)?;
-    if t[..at].contains('#') {
-        return None;
-    }
-    (t.matches(delim).count() % 2 == 1).then_some(delim)
-}
-
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::Value;
@@ -1414,7 +906,7 @@ mod tests {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/diffs")
     }
 
-    fn corpus_file(name: &str) -> String {
+    pub(crate) fn corpus_file(name: &str) -> String {
         std::fs::read_to_string(corpus_dir().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
     }
 
@@ -1589,92 +1081,6 @@ mod tests {
     }
 
     #[test]
-    fn github_files_agree_with_the_git_diff() {
-        let gh = parse_github_files("github-files.json", &corpus_file("github-files.json")).unwrap();
-        let git = parse_unified("combined.diff", &corpus_file("combined.diff")).unwrap();
-        assert_eq!(gh.files.len(), git.files.len());
-        for g in &gh.files {
-            let d = git
-                .files
-                .iter()
-                .find(|f| f.path == g.path)
-                .unwrap_or_else(|| panic!("{} not in combined.diff", g.path));
-            assert_eq!(
-                (g.status, &g.old_path, g.binary),
-                (d.status, &d.old_path, d.binary),
-                "{}",
-                g.path
-            );
-            if g.path == "data/huge.csv" {
-                assert!(
-                    !g.lines_known && g.added.is_empty(),
-                    "GitHub omits the patch of huge files"
-                );
-                continue;
-            }
-            assert!(g.lines_known, "{}", g.path);
-            assert_eq!(g.added, d.added, "{}", g.path);
-            assert_eq!(g.deletions, d.deletions, "{}", g.path);
-        }
-    }
-
-    fn gh_entry(extra: &str) -> String {
-        format!(
-            r#"[{{"sha": "abc", "filename": "f.py", "additions": 0, "deletions": 0, "blob_url": "", "raw_url": "", "contents_url": "", {extra}}}]"#
-        )
-    }
-
-    #[test]
-    fn github_status_rules() {
-        let one = |extra: &str| parse_github_files("f.json", &gh_entry(extra)).unwrap().files.remove(0);
-        let f = one(r#""status": "changed", "changes": 0"#);
-        assert_eq!((f.status, f.binary, f.lines_known), (FileStatus::ModeOnly, false, true));
-        let f = one(r#""status": "changed", "changes": 2, "patch": "@@ -1 +1 @@\n-a\n+b""#);
-        assert_eq!((f.status, f.added_line_numbers()), (FileStatus::Modified, vec![1]));
-        let f = one(r#""status": "modified", "changes": 0"#);
-        assert_eq!((f.status, f.binary), (FileStatus::Modified, true));
-        let f = one(r#""status": "added", "changes": 0"#);
-        assert!(f.binary, "a non-empty blob with no lines is binary");
-        let f = parse_github_files(
-            "f.json",
-            &gh_entry(r#""status": "added", "changes": 0"#).replace("\"abc\"", &format!("\"{EMPTY_BLOB}\"")),
-        )
-        .unwrap()
-        .files
-        .remove(0);
-        assert!(!f.binary && f.lines_known, "the empty blob is an empty file");
-        let f = one(r#""status": "modified", "changes": 9000"#);
-        assert!(!f.lines_known && !f.binary);
-        let f = one(r#""status": "renamed", "changes": 0, "previous_filename": "old.py""#);
-        assert_eq!(
-            (f.status, f.old_path.as_deref(), f.binary),
-            (FileStatus::Renamed, Some("old.py"), false)
-        );
-    }
-
-    #[test]
-    fn github_errors() {
-        let err = |json: &str| parse_github_files("f.json", json).unwrap_err();
-        let e = err(r#"{"files": []}"#);
-        assert_eq!(e.location.line, Some(1), "{e}");
-        let e = err("[\n  {\"status\": \"added\", \"changes\": 1}\n]");
-        assert!(e.message.contains("filename") && e.location.line == Some(2), "{e}");
-        let e = err(&gh_entry(r#""status": "added", "changes": "1""#));
-        assert!(e.message.contains("invalid type") && e.location.line == Some(1), "{e}");
-        let e = err(&gh_entry(r#""status": "moved", "changes": 1"#));
-        assert!(e.message.contains("unknown variant"), "{e}");
-        let e = err(&gh_entry(r#""status": "renamed", "changes": 0"#));
-        assert!(e.message.contains("previous_filename"), "{e}");
-        let json = "[\n {\"sha\": null, \"filename\": \"f.py\", \"status\": \"modified\", \"changes\": 2,\n  \"patch\": \"@@ -1,2 +1,2 @@\\n-a\\n+b\"}\n]";
-        let e = err(json);
-        assert_eq!((e.location.line, e.location.column), (Some(3), Some(12)), "{e}");
-        assert!(
-            e.message.contains("patch line 1") && e.message.contains("expected 2 old-side"),
-            "{e}"
-        );
-    }
-
-    #[test]
     fn renames_copies_modes_binary_quoting() {
         let d = "diff --git a/m.sh b/m.sh\nold mode 100644\nnew mode 100755\nindex b77b4eb..7061c57\n--- a/m.sh\n+++ b/m.sh\n@@ -1,2 +1,2 @@\n x\n-y\n+Y\n\
 diff --git \"a/ta\\tb.txt\" \"b/ta\\tb.txt\"\nindex 8cc35a3..bac686b 100644\n--- \"a/ta\\tb.txt\"\n+++ \"b/ta\\tb.txt\"\n@@ -1 +1 @@\n-tab\n+tab2\n\
@@ -1785,14 +1191,6 @@ Binary files base/img.png and head/img.png differ\n";
         check_err("Binary files differ\n", 1, None, "two names");
         check_err("Binary files /dev/null and /dev/null differ\n", 1, None, "two names");
         check_err("--- \n+++ \n@@ -1 +1 @@\n-a\n+b\n", 1, None, "file name");
-    }
-
-    #[test]
-    fn empty_input_is_an_empty_patch() {
-        assert_eq!(parse_unified("e.diff", "").unwrap(), Patch::default());
-        assert_eq!(parse_unified("e.diff", "\n\r\n  \n").unwrap(), Patch::default());
-        assert_eq!(parse_unified_bytes("e.diff", b"").unwrap(), Patch::default());
-        assert_eq!(parse_github_files("e.json", "[]").unwrap(), Patch::default());
     }
 
     /// (input, line, column or None, a word of the message)
@@ -2072,90 +1470,6 @@ Binary files base/img.png and head/img.png differ\n";
             prop_assert_eq!(dels, want_dels, "{}", patch);
         }
     }
-}
-
-#[cfg(test)]
-mod scope_tests {
-    use super::*;
-
-    fn known(names: &[&str], complete: bool) -> Scope {
-        Scope::Known {
-            names: names.iter().map(|n| n.to_string()).collect(),
-            complete,
-        }
-    }
-
-    fn scopes(text: &str, header: Option<&str>) -> Vec<Scope> {
-        let lines: Vec<&str> = text.lines().collect();
-        scopes_of_side(&lines, header)
-    }
-
-    #[test]
-    fn blocks_around_a_line() {
-        let src = "class TestCart:\n    def test_total(self):\n        cart = Cart()\n\n        def helper():\n            return 1\n        assert cart.total() == 12.0\n    x = 1\nY = 2\n";
-        let s = scopes(src, None);
-        assert_eq!(s[0], known(&["TestCart"], true));
-        assert_eq!(s[1], known(&["TestCart", "test_total"], true));
-        assert_eq!(s[2], known(&["TestCart", "test_total"], true));
-        assert_eq!(s[3], Scope::Unknown, "a blank line has no scope");
-        assert_eq!(s[5], known(&["TestCart", "test_total", "helper"], true));
-        assert_eq!(s[6], known(&["TestCart", "test_total"], true));
-        assert_eq!(s[7], known(&["TestCart"], true), "class body");
-        assert_eq!(s[8], Scope::module());
-    }
-
-    #[test]
-    fn the_header_completes_a_chain_cut_by_the_hunk() {
-        let body = "        cart.add('pen', 2.5, qty=5)\n    def test_add(self):\n        pass\n";
-        let s = scopes(body, Some("class TestCart:"));
-        assert_eq!(s[0], known(&["TestCart"], false), "the method is not shown");
-        assert_eq!(s[2], known(&["TestCart", "test_add"], true));
-        let s = scopes(
-            "    assert x == 1\n",
-            Some("def test_discount(amount, code, expected):"),
-        );
-        assert_eq!(s[0], known(&["test_discount"], true));
-        // No header, no block in view: unknown.
-        assert_eq!(scopes("    assert x == 1\n", None)[0], Scope::Unknown);
-        assert_eq!(scopes("    assert x == 1\n", Some("import pytest"))[0], Scope::Unknown);
-        // A block in view but not reaching column 0, no header: incomplete.
-        let s = scopes("    def test_a(self):\n        assert 1\n", None);
-        assert_eq!(s[1], known(&["test_a"], false));
-    }
-
-    #[test]
-    fn decorators_belong_to_what_they_decorate() {
-        let src = "@pytest.mark.parametrize(\n    \"amount, code, expected\",\n    [\n        pytest.param(5, None, 5, id=\"none\"),\n    ],\n)\ndef test_discount(amount, code, expected):\n    assert discount(amount, code) == expected\n";
-        let s = scopes(src, None);
-        for (i, sc) in s.iter().enumerate() {
-            assert_eq!(sc, &known(&["test_discount"], true), "line {i}");
-        }
-        // The decorated def is past the hunk's end: unknown.
-        let s = scopes("@pytest.mark.flaky(reruns=3)\n", None);
-        assert_eq!(s[0], Scope::Unknown);
-        // A multi-line signature, closed at column 0.
-        let s = scopes("def test_x(\n    a,\n):\n    pass\n", None);
-        assert!(s.iter().all(|x| x == &known(&["test_x"], true)), "{s:?}");
-    }
-
-    #[test]
-    fn async_defs_and_tabs() {
-        let s = scopes("async def test_io():\n\tawait x()\n", None);
-        assert_eq!(s[1], known(&["test_io"], true));
-        assert_eq!(block_name("    async  def  test_x(self):"), Some("test_x"));
-        assert_eq!(block_name("define = 1"), None);
-        assert_eq!(block_name("class_ = 2"), None);
-    }
-
-    #[test]
-    fn strings_do_not_end_blocks() {
-        let src =
-            "def test_text():\n    s = \"\"\"\nheader\n  body\n\"\"\"\n    assert s\n    '''one''' and 1\n    x = 2\n";
-        let s = scopes(src, None);
-        for (i, sc) in s.iter().enumerate() {
-            assert_eq!(sc, &known(&["test_text"], true), "line {i}: {src}");
-        }
-    }
 
     #[test]
     fn a_parsed_diff_carries_scopes_on_both_sides() {
@@ -2173,8 +1487,14 @@ diff --git a/tests/test_cart.py b/tests/test_cart.py
 ";
         let p = parse_unified("d", diff).unwrap();
         let f = &p.files[0];
-        assert_eq!(f.added[0].scope, known(&["TestCart", "test_total"], true));
-        assert_eq!(f.removed[0].scope, known(&["TestCart", "test_total"], true));
+        assert_eq!(
+            f.added[0].scope,
+            super::super::scope::tests::known(&["TestCart", "test_total"], true)
+        );
+        assert_eq!(
+            f.removed[0].scope,
+            super::super::scope::tests::known(&["TestCart", "test_total"], true)
+        );
         assert_eq!(f.context.len(), 4);
         assert_eq!((f.context[3].old_line, f.context[3].line), (13, 13));
     }

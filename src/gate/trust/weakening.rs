@@ -1,436 +1,13 @@
-//! Trust: a patch must not be able to weaken its own gate. This module owns
-//! the rule that evidence produced under configuration the patch itself
-//! changes is not trusted (DESIGN.md, "Trust": `evidence_config_changed`).
-//!
-//! It looks only at the patch: the workflow files, the coverage and pytest
-//! configuration, the flakegate config, and `# pragma: no cover` added to code.
+//! How a patch weakens its tests (`weakened_test`: retries, sleeps, skips,
+//! widened tolerances, removed assertions or tests, no-ops, new tests that
+//! assert nothing), and whether it adds or modifies a given test (for
+//! `self_witness`). Read from the diff alone: the hunks, their Python scopes.
 
-use crate::gate::diff::{AddedLine, FileChange, Patch, RemovedLine, Scope};
-use crate::gate::report::{Reason, ReasonCode};
-use crate::gate::Location;
+use super::is_test_file;
+use crate::gate::error::Location;
+use crate::gate::nodeid::TestId;
+use crate::gate::patch::{AddedLine, FileChange, FileStatus, Patch, RemovedLine, Scope};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-
-/// Keys whose change alters what coverage measures or which tests pytest collects.
-const EVIDENCE_KEYS: &[&str] = &[
-    "[tool.coverage",
-    "[coverage:",
-    "[tool.pytest",
-    "[tool:pytest",
-    "[pytest]",
-    "omit",
-    "exclude_lines",
-    "exclude_also",
-    "relative_files",
-    "dynamic_context",
-    "--cov",
-    "addopts",
-    "testpaths",
-    "python_files",
-    "python_functions",
-    "python_classes",
-    "norecursedirs",
-    "collect_ignore",
-    "pytest_collection_modifyitems",
-    "pytest_ignore_collect",
-];
-
-fn file_name(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
-/// Every text line the patch adds or (purely) deletes in this file.
-fn touched_text(fc: &FileChange) -> impl Iterator<Item = (Option<u32>, &str)> {
-    fc.added.iter().map(|l| (Some(l.line), l.text.as_str())).chain(
-        fc.deletions
-            .iter()
-            .flat_map(|d| d.text.iter().map(|t| (None, t.as_str()))),
-    )
-}
-
-/// The workflow file path in the form the patch names it: `./` and a
-/// `@ref` suffix dropped, and an `owner/repo/` prefix (`github.workflow_ref`) cut.
-pub fn normalize_workflow(w: &str) -> Option<String> {
-    let w = w.trim();
-    let w = w.split_once('@').map_or(w, |(p, _)| p);
-    let w = w.strip_prefix("./").unwrap_or(w);
-    let w = match w.find("/.github/") {
-        Some(i) if !w.starts_with(".github/") => &w[i + 1..],
-        _ => w,
-    };
-    (!w.is_empty()).then(|| w.to_string())
-}
-
-/// What the patch's change to one file means for the evidence.
-enum Control {
-    /// The evidence is not trusted: why, and the line when there is one.
-    Distrust(String, Option<u32>),
-    /// Worth a note, not a reason (another workflow than the evidence's).
-    Note(String),
-}
-
-/// Why this file's change makes the evidence untrustworthy, if it does.
-/// `workflow` is the workflow file that produced the evidence, when known.
-fn controls_evidence(fc: &FileChange, config_path: &str, workflow: Option<&str>) -> Option<Control> {
-    let path = fc.path.as_str();
-    let paths = std::iter::once(path).chain(fc.old_path.as_deref());
-    let mut note = None;
-    for p in paths {
-        match workflow {
-            Some(wf) if p == wf => {
-                return Some(Control::Distrust(
-                    format!("{p} is the workflow that produced the evidence, and the patch changes it"),
-                    None,
-                ));
-            }
-            Some(wf) if p.starts_with(".github/actions/") => {
-                return Some(Control::Distrust(
-                    format!("{p} is a local action that the workflow which produced the evidence ({wf}) can run"),
-                    None,
-                ));
-            }
-            Some(wf) if p.starts_with(".github/workflows/") => {
-                note = Some(Control::Note(format!(
-                    "the patch changes the CI workflow {p}; the evidence came from {wf}, so that edit does not affect it"
-                )));
-            }
-            None if p.starts_with(".github/workflows/") => {
-                return Some(Control::Distrust(
-                    format!(
-                        "{p} is a CI workflow: the evidence may have been produced by the workflow this patch changed"
-                    ),
-                    None,
-                ));
-            }
-            _ => {}
-        }
-        if p == config_path || p == ".github/flakegate.yml" {
-            return Some(Control::Distrust(
-                format!("{p} is flakegate's own configuration, which the patch may not change for itself"),
-                None,
-            ));
-        }
-        if matches!(file_name(p), ".coveragerc" | "pytest.ini") {
-            return Some(Control::Distrust(
-                format!("{p} configures coverage or test collection"),
-                None,
-            ));
-        }
-    }
-    if note.is_some() {
-        return note;
-    }
-    let name = file_name(path);
-    if matches!(name, "pyproject.toml" | "setup.cfg" | "tox.ini" | "conftest.py") {
-        if let Some((line, text)) = touched_text(fc).find(|(_, t)| EVIDENCE_KEYS.iter().any(|k| t.contains(k))) {
-            return Some(Control::Distrust(
-                format!("{path} changes coverage or collection settings ({})", text.trim()),
-                line,
-            ));
-        }
-    }
-    if name.ends_with(".py") {
-        if let Some(l) = fc
-            .added
-            .iter()
-            .find(|l| l.text.contains("pragma: no cover") || l.text.contains("pragma:no cover"))
-        {
-            return Some(Control::Distrust(
-                format!(
-                    "{path}:{} excludes changed code from coverage (`# pragma: no cover`)",
-                    l.line
-                ),
-                Some(l.line),
-            ));
-        }
-    }
-    None
-}
-
-/// `evidence_config_changed` reasons for a patch (INCONCLUSIVE, each naming the
-/// file), and notes about changes that do not touch the evidence.
-///
-/// `workflow` is the workflow file that produced the evidence. When it is
-/// known, only an edit of that file or of a local action (`.github/actions/`)
-/// distrusts the evidence, and an edit of any other workflow is a note; when
-/// it is unknown, an edit of any `.github/workflows/` file distrusts it.
-pub fn evidence_config_changes(patch: &Patch, config_path: &str, workflow: Option<&str>) -> (Vec<Reason>, Vec<String>) {
-    let workflow = workflow.and_then(normalize_workflow);
-    let mut reasons = Vec::new();
-    let mut notes = Vec::new();
-    for fc in &patch.files {
-        match controls_evidence(fc, config_path, workflow.as_deref()) {
-            Some(Control::Distrust(why, line)) => {
-                let loc = match line {
-                    Some(l) => Location::at(fc.path.clone(), l as usize, None),
-                    None => Location::file(fc.path.clone()),
-                };
-                reasons.push(
-                    Reason::new(
-                        ReasonCode::EvidenceConfigChanged,
-                        format!("evidence not trusted: {why}; land that change on its own first, then this patch is judged under it"),
-                    )
-                    .at(vec![loc]),
-                );
-            }
-            Some(Control::Note(n)) => notes.push(n),
-            None => {}
-        }
-    }
-    (reasons, notes)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::gate::diff::FileStatus;
-
-    fn change(path: &str, lines: &[&str]) -> FileChange {
-        super::weakening_tests::fc(path, lines, &[])
-    }
-
-    #[test]
-    fn what_controls_the_evidence() {
-        let cases: &[(&str, &[&str], bool)] = &[
-            (".github/workflows/ci.yml", &["  run: pytest"], true),
-            (".github/flakegate.yml", &["policy: {}"], true),
-            (".coveragerc", &["omit = src/shop/refunds.py"], true),
-            ("sub/pytest.ini", &["addopts = -q"], true),
-            ("pyproject.toml", &["omit = [\"src/shop/refunds.py\"]"], true),
-            ("pyproject.toml", &["version = \"1.2.0\""], false),
-            ("setup.cfg", &["[coverage:run]"], true),
-            ("tests/conftest.py", &["collect_ignore = [\"test_refunds.py\"]"], true),
-            ("tests/conftest.py", &["    return Cart()"], false),
-            ("src/shop/refunds.py", &["    if x:  # pragma: no cover"], true),
-            ("src/shop/refunds.py", &["    return round(x, 2)"], false),
-            ("docs/workflows.md", &["see .github/workflows"], false),
-        ];
-        for (path, lines, flagged) in cases {
-            let patch = Patch {
-                files: vec![change(path, lines)],
-            };
-            let (got, _) = evidence_config_changes(&patch, ".github/flakegate.yml", None);
-            assert_eq!(!got.is_empty(), *flagged, "{path} {lines:?}: {got:?}");
-            if *flagged {
-                assert_eq!(got[0].code.as_str(), "evidence_config_changed");
-                assert!(got[0].message.contains(path), "{}", got[0].message);
-            }
-        }
-    }
-
-    #[test]
-    fn a_renamed_workflow_counts_by_its_old_path() {
-        let mut fc = change("ci-old.yml", &[]);
-        fc.old_path = Some(".github/workflows/ci.yml".into());
-        fc.status = FileStatus::Renamed;
-        assert_eq!(
-            evidence_config_changes(&Patch { files: vec![fc] }, ".github/flakegate.yml", None)
-                .0
-                .len(),
-            1
-        );
-    }
-
-    #[test]
-    fn a_known_evidence_workflow_narrows_what_counts() {
-        let wf = Some(".github/workflows/flakegate-evidence.yml");
-        let patch = |path: &str| Patch {
-            files: vec![change(path, &["  run: pytest -x"])],
-        };
-        // The evidence's own workflow, and local actions it can run: not trusted, named as such.
-        for (path, says) in [
-            (
-                ".github/workflows/flakegate-evidence.yml",
-                "is the workflow that produced the evidence",
-            ),
-            (".github/actions/setup/action.yml", "local action"),
-        ] {
-            let (r, notes) = evidence_config_changes(&patch(path), ".github/flakegate.yml", wf);
-            assert_eq!(r.len(), 1, "{path}");
-            assert!(
-                r[0].message.contains(path) && r[0].message.contains(says),
-                "{}",
-                r[0].message
-            );
-            assert!(notes.is_empty());
-        }
-        // Another workflow: a note, not a reason (a false alarm is a defect).
-        let (r, notes) = evidence_config_changes(&patch(".github/workflows/release.yml"), ".github/flakegate.yml", wf);
-        assert!(r.is_empty(), "{r:?}");
-        assert!(notes[0].contains(".github/workflows/release.yml"), "{notes:?}");
-        // Unknown: every workflow counts, local actions as before do not.
-        let (r, _) = evidence_config_changes(&patch(".github/workflows/release.yml"), ".github/flakegate.yml", None);
-        assert_eq!(r.len(), 1);
-        let (r, _) = evidence_config_changes(
-            &patch(".github/actions/setup/action.yml"),
-            ".github/flakegate.yml",
-            None,
-        );
-        assert!(r.is_empty());
-        // The workflow as github.workflow_ref writes it.
-        let (r, _) = evidence_config_changes(
-            &patch(".github/workflows/flakegate-evidence.yml"),
-            ".github/flakegate.yml",
-            Some("acme/shop/.github/workflows/flakegate-evidence.yml@refs/pull/7/merge"),
-        );
-        assert_eq!(r.len(), 1);
-        // The flakegate config still counts with a known workflow.
-        let (r, _) = evidence_config_changes(&patch(".github/flakegate.yml"), ".github/flakegate.yml", wf);
-        assert_eq!(r.len(), 1);
-    }
-}
-
-/// How the patch changes one ledger entry (the base ledger is the one in force).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LedgerChangeKind {
-    Added,
-    Removed,
-    /// `expires` moved later.
-    Extended,
-    OwnerChanged,
-    /// Anything else (reason, observed, an earlier expiry).
-    Edited,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct LedgerChange {
-    pub test: String,
-    pub kind: LedgerChangeKind,
-    /// What changed, in words: "expires 2026-12-09 → 2027-03-01".
-    pub detail: String,
-    /// The entry's line in the head ledger (0 for a removal).
-    pub line: usize,
-}
-
-impl LedgerChange {
-    /// Does this change make a test frozen (or frozen for longer) than the base says?
-    pub fn freezes_more(&self) -> bool {
-        matches!(self.kind, LedgerChangeKind::Added | LedgerChangeKind::Extended)
-    }
-}
-
-/// The patch's ledger edits, entry by entry, sorted by test.
-pub fn ledger_changes(base: &crate::gate::Ledger, head: &crate::gate::Ledger) -> Vec<LedgerChange> {
-    use std::collections::BTreeMap;
-    let b: BTreeMap<&str, &crate::gate::FreezeEntry> = base.entries.iter().map(|e| (e.test.as_str(), e)).collect();
-    let h: BTreeMap<&str, &crate::gate::FreezeEntry> = head.entries.iter().map(|e| (e.test.as_str(), e)).collect();
-    let mut out = Vec::new();
-    for (test, he) in &h {
-        match b.get(test) {
-            None => out.push(LedgerChange {
-                test: test.to_string(),
-                kind: LedgerChangeKind::Added,
-                detail: format!("frozen until {} (owner {})", he.expires, he.owner),
-                line: he.line,
-            }),
-            Some(be) => {
-                let (kind, detail) = if he.expires > be.expires {
-                    (
-                        LedgerChangeKind::Extended,
-                        format!("expires {} → {}", be.expires, he.expires),
-                    )
-                } else if he.owner != be.owner {
-                    (
-                        LedgerChangeKind::OwnerChanged,
-                        format!("owner {} → {}", be.owner, he.owner),
-                    )
-                } else if he.expires != be.expires
-                    || he.reason != be.reason
-                    || he.observed != be.observed
-                    || he.frozen_at != be.frozen_at
-                {
-                    (
-                        LedgerChangeKind::Edited,
-                        "reason, observation or dates edited".to_string(),
-                    )
-                } else {
-                    continue;
-                };
-                out.push(LedgerChange {
-                    test: test.to_string(),
-                    kind,
-                    detail,
-                    line: he.line,
-                });
-            }
-        }
-    }
-    for (test, be) in &b {
-        if !h.contains_key(test) {
-            out.push(LedgerChange {
-                test: test.to_string(),
-                kind: LedgerChangeKind::Removed,
-                detail: format!("was frozen until {} (owner {})", be.expires, be.owner),
-                line: 0,
-            });
-        }
-    }
-    out.sort_by(|a, b| a.test.cmp(&b.test));
-    out
-}
-
-#[cfg(test)]
-mod ledger_change_tests {
-    use super::*;
-    use crate::gate::{FreezeEntry, Ledger};
-
-    fn e(test: &str, owner: &str, expires: &str) -> FreezeEntry {
-        FreezeEntry {
-            test: test.into(),
-            observed: None,
-            reason: None,
-            owner: owner.into(),
-            frozen_at: None,
-            expires: expires.parse().unwrap(),
-            line: 2,
-        }
-    }
-
-    #[test]
-    fn entry_by_entry() {
-        let base = Ledger {
-            entries: vec![
-                e("t.py::a", "x", "2026-12-01"),
-                e("t.py::b", "x", "2026-12-01"),
-                e("t.py::c", "x", "2026-12-01"),
-                e("t.py::d", "x", "2026-12-01"),
-            ],
-        };
-        let head = Ledger {
-            entries: vec![
-                e("t.py::a", "x", "2027-01-01"),
-                e("t.py::b", "y", "2026-12-01"),
-                e("t.py::d", "x", "2026-12-01"),
-                e("t.py::n", "z", "2026-12-24"),
-            ],
-        };
-        let got: Vec<(String, LedgerChangeKind)> = ledger_changes(&base, &head)
-            .into_iter()
-            .map(|c| (c.test, c.kind))
-            .collect();
-        assert_eq!(
-            got,
-            vec![
-                ("t.py::a".into(), LedgerChangeKind::Extended),
-                ("t.py::b".into(), LedgerChangeKind::OwnerChanged),
-                ("t.py::c".into(), LedgerChangeKind::Removed),
-                ("t.py::n".into(), LedgerChangeKind::Added),
-            ]
-        );
-        assert!(ledger_changes(&base, &base).is_empty());
-    }
-}
-
-/// Is this a pytest test file (or its configuration)?
-pub fn is_test_file(path: &str) -> bool {
-    let name = file_name(path);
-    name.ends_with(".py")
-        && (path.starts_with("tests/")
-            || path.contains("/tests/")
-            || name.starts_with("test_")
-            || name.ends_with("_test.py")
-            || name == "conftest.py")
-}
 
 /// One way the patch weakens a test, with where.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -564,7 +141,7 @@ fn tolerances(text: &str) -> Vec<(&'static str, Option<f64>, String)> {
 }
 
 fn test_def_name(text: &str) -> Option<&str> {
-    let name = crate::gate::diff::block_name(code_part(text))?;
+    let name = crate::gate::patch::scope::block_name(code_part(text))?;
     let t = code_part(text).trim_start();
     (name.starts_with("test") && !t.starts_with("class")).then_some(name)
 }
@@ -663,7 +240,7 @@ fn visible_body<'a>(fc: &FileChange, view: &[NewLine<'a>], at: usize) -> Option<
     // file, or at the end of the file (a hunk ends on an added line only
     // there, when the diff has context lines at all).
     let last_added = view.iter().rev().find(|l| l.line == prev).is_some_and(|l| l.added);
-    let whole = fc.status == crate::gate::diff::FileStatus::Added || (last_added && !fc.context.is_empty());
+    let whole = fc.status == FileStatus::Added || (last_added && !fc.context.is_empty());
     whole.then_some(body)
 }
 
@@ -676,14 +253,14 @@ pub fn weakenings(patch: &Patch) -> Vec<Weakening> {
         .filter(|f| is_test_file(&f.path) || f.old_path.as_deref().is_some_and(is_test_file))
     {
         let at = |line: u32| Location::at(fc.path.clone(), line as usize, None);
-        if fc.status == crate::gate::diff::FileStatus::Deleted {
+        if fc.status == FileStatus::Deleted {
             out.push(Weakening {
                 location: Location::file(fc.path.clone()),
                 what: "deletes a test file".into(),
             });
             continue;
         }
-        let new_file = fc.status == crate::gate::diff::FileStatus::Added;
+        let new_file = fc.status == FileStatus::Added;
         let added_defs: HashSet<&str> = fc.added.iter().filter_map(|a| test_def_name(&a.text)).collect();
         let removed_defs: HashSet<&str> = fc.removed.iter().filter_map(|r| test_def_name(&r.text)).collect();
         // Tests the patch adds (a `def` the base did not have): their checks are new, not loosened ones.
@@ -966,7 +543,7 @@ fn is_docstring_line(t: &str) -> bool {
 /// Where a removed line was, as a head-side place an annotation can point at: the surviving
 /// line that now stands where the removed run began (the file itself when it was deleted).
 fn at_removed(fc: &FileChange, old_line: u32) -> Location {
-    if fc.status == crate::gate::diff::FileStatus::Deleted {
+    if fc.status == FileStatus::Deleted {
         return Location::file(fc.path.clone());
     }
     let line = fc
@@ -981,20 +558,17 @@ fn at_removed(fc: &FileChange, old_line: u32) -> Location {
 /// Does the patch add or modify this test? A test is the patch's own when its
 /// file is new (or copied), or when the patch changes a line of code inside
 /// the test's function — its `def` line, a decorator, or its body — as the
-/// hunks show it (see [`crate::gate::diff::scopes_of_side`]). Lines without code
+/// hunks show it (see `patch::scope::scopes_of_side`). Lines without code
 /// (blank, comment) do not count. A changed code line whose function the hunk
 /// cannot show counts for every test of that file (conservative). Tests are
 /// matched by function name (the last `::` part of the node id, without its
 /// `[…]` parameters), not by class.
-pub fn tests_touched_by(patch: &Patch, test: &crate::gate::TestId) -> bool {
+pub fn tests_touched_by(patch: &Patch, test: &TestId) -> bool {
     let file = test.file();
     let Some(fc) = patch.files.iter().find(|f| f.path == file) else {
         return false;
     };
-    if matches!(
-        fc.status,
-        crate::gate::diff::FileStatus::Added | crate::gate::diff::FileStatus::Copied
-    ) {
+    if matches!(fc.status, FileStatus::Added | FileStatus::Copied) {
         return true;
     }
     let name = test.base().rsplit("::").next().unwrap_or("");
@@ -1014,45 +588,10 @@ pub fn tests_touched_by(patch: &Patch, test: &crate::gate::TestId) -> bool {
 }
 
 #[cfg(test)]
-pub(crate) mod weakening_tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::gate::diff::{AddedLine, FileStatus, RemovedLine};
-
-    /// A file change whose added lines (and removed lines) are each one hunk
-    /// side without context, numbered from 10, their scopes read from them.
-    pub(super) fn fc(path: &str, added: &[&str], removed: &[&str]) -> FileChange {
-        let scopes = |lines: &[&str]| crate::gate::diff::scopes_of_side(lines, None);
-        let (add_scopes, rem_scopes) = (scopes(added), scopes(removed));
-        FileChange {
-            path: path.into(),
-            old_path: None,
-            status: FileStatus::Modified,
-            binary: false,
-            lines_known: true,
-            added: added
-                .iter()
-                .zip(add_scopes)
-                .enumerate()
-                .map(|(i, (t, scope))| AddedLine {
-                    line: i as u32 + 10,
-                    text: t.to_string(),
-                    scope,
-                })
-                .collect(),
-            deletions: vec![],
-            removed: removed
-                .iter()
-                .zip(rem_scopes)
-                .enumerate()
-                .map(|(i, (t, scope))| RemovedLine {
-                    line: i as u32 + 10,
-                    text: t.to_string(),
-                    scope,
-                })
-                .collect(),
-            context: vec![],
-        }
-    }
+    use crate::gate::patch::test_support::file_change as fc;
+    use crate::gate::patch::FileStatus;
 
     fn whats(f: FileChange) -> Vec<String> {
         weakenings(&Patch { files: vec![f] })
@@ -1113,20 +652,20 @@ pub(crate) mod weakening_tests {
         let p = Patch {
             files: vec![fc("tests/test_a.py", &["def test_new(x):", "    assert x"], &[])],
         };
-        let touched = |t: &str| tests_touched_by(&p, &crate::gate::TestId::new(t));
+        let touched = |t: &str| tests_touched_by(&p, &TestId::new(t));
         assert!(touched("tests/test_a.py::test_new[1]"));
         assert!(!touched("tests/test_a.py::test_old"));
         assert!(!touched("tests/test_b.py::test_new"));
     }
 
     fn parse(diff: &str) -> Patch {
-        crate::gate::diff::parse_unified("test.diff", diff).unwrap()
+        crate::gate::patch::parse_unified("test.diff", diff).unwrap()
     }
 
     /// The real `git diff` of the corpus's honest bug fix: `discount()` changed, and a new
     /// test added next to the existing, unmodified `test_discount`.
     pub(crate) const NEW_TEST_BESIDE_AN_OLD_ONE: &str =
-        include_str!("../../tests/fixtures/corpus/honest_bug_fix/diff.patch");
+        include_str!("../../../tests/fixtures/corpus/honest_bug_fix/diff.patch");
 
     /// `git diff`: one case of `test_discount`'s parametrize list changed.
     pub(crate) const PARAM_CASE_CHANGED: &str = r#"diff --git a/src/shop/pricing.py b/src/shop/pricing.py
@@ -1176,7 +715,7 @@ index 09d439a..0d9c90f 100644
 
     #[test]
     fn tests_the_patch_modifies_at_the_function_level() {
-        let touched = |diff: &str, t: &str| tests_touched_by(&parse(diff), &crate::gate::TestId::new(t));
+        let touched = |diff: &str, t: &str| tests_touched_by(&parse(diff), &TestId::new(t));
         // A new test beside an old one: the old one is not the patch's.
         assert!(!touched(
             NEW_TEST_BESIDE_AN_OLD_ONE,
@@ -1218,13 +757,13 @@ index 09d439a..0d9c90f 100644
             "tests/test_cart.py::TestCart::test_total",
             "tests/test_cart.py::test_stocked_subtotal",
         ] {
-            assert!(tests_touched_by(&p, &crate::gate::TestId::new(t)), "{t}");
+            assert!(tests_touched_by(&p, &TestId::new(t)), "{t}");
         }
         // A comment-only change touches no test.
         let diff = "diff --git a/tests/test_cart.py b/tests/test_cart.py\n--- a/tests/test_cart.py\n+++ b/tests/test_cart.py\n@@ -12 +12 @@\n-        # old note\n+        # new note\n";
         assert!(!tests_touched_by(
             &parse(diff),
-            &crate::gate::TestId::new("tests/test_cart.py::TestCart::test_total")
+            &TestId::new("tests/test_cart.py::TestCart::test_total")
         ));
     }
 

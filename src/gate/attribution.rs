@@ -1,0 +1,438 @@
+//! Attribution: which tests witness each changed line. Every file the patch
+//! touches is accounted for ([`FileReport`]): documentation and test code need
+//! no evidence, binary, deleted, unmeasured and type-stub files are blind, and
+//! in a measured file each changed executable line gets its witnesses, each
+//! witness classified as stable, frozen, unstable or failing on base. The rows
+//! of the decision (`verdict.rs`) all read this one [`Attribution`].
+
+use crate::gate::config::{PathGlobs, Policy};
+use crate::gate::coverage::{Coverage, FileCoverage, LineWitnesses};
+use crate::gate::error::Location;
+use crate::gate::ledger::Ledger;
+use crate::gate::nodeid::{Phase, TestId};
+use crate::gate::patch::{Deletion, FileChange, FileStatus, Patch};
+use crate::gate::probe::{Probe, Stability};
+use crate::gate::report::{
+    DeletionReport, FileEvidence, FileReport, LineClass, LineReport, LineWitness, WitnessStatus,
+};
+use crate::gate::trust::is_test_file;
+use std::collections::BTreeMap;
+
+/// The patch's changed lines and their witnesses, file by file, and the totals
+/// the rows decide on.
+#[derive(Debug)]
+pub(crate) struct Attribution {
+    /// One report per file of the patch, in patch order.
+    pub(crate) files: Vec<FileReport>,
+    /// Every witness of a changed line (or attributed deletion), with its status.
+    pub(crate) union: BTreeMap<TestId, WitnessStatus>,
+    /// Changed executable lines, attributed deletions and blind files: what needs evidence.
+    pub(crate) needs_evidence_units: usize,
+    /// Changed lines whose stable witnesses ran them only in fixture setup/teardown.
+    pub(crate) phase_only_lines: Vec<Location>,
+    /// Pure deletions of code not attributed to neighbouring lines.
+    pub(crate) deletion_only_code: usize,
+    /// Blind, existing Python files (unmeasured, though not new).
+    pub(crate) unmeasured_existing: usize,
+}
+
+/// Which of rows 5–7 the witnesses speak to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Witnessing {
+    /// No coverage (row 1 says so), or no change needs evidence.
+    Unjudged,
+    /// The patch only deletes code, and no deletion is attributed (row 5).
+    OnlyDeletions,
+    /// Changes need evidence, and no test executes any of them (row 5).
+    Unwitnessed,
+    /// Every witness is frozen or not stable (row 6).
+    NoStableWitness,
+    /// Some witness is stable (row 7's witness caveats).
+    SomeStable,
+}
+
+impl Attribution {
+    /// Account for every file of `patch` against `coverage`; `no_evidence`
+    /// matches the files that need no evidence.
+    pub(crate) fn of(
+        patch: &Patch,
+        coverage: Option<&Coverage>,
+        no_evidence: &PathGlobs,
+        policy: &Policy,
+        ledger: &Ledger,
+        probe: Option<&Probe>,
+    ) -> Self {
+        let classify = |t: &TestId| classify_test(t, ledger, probe);
+        let mut files = Vec::new();
+        let mut union: BTreeMap<TestId, WitnessStatus> = BTreeMap::new();
+        let mut needs_evidence_units = 0usize;
+        let mut phase_only_lines: Vec<Location> = Vec::new();
+        let mut deletion_only_code = 0usize;
+        let mut unmeasured_existing = 0usize;
+        for fc in &patch.files {
+            let cov = coverage.and_then(|c| c.files.get(&fc.path));
+            let coverage_path = coverage.and_then(|c| {
+                c.mapped_paths
+                    .iter()
+                    .find(|(_, repo)| repo == &fc.path)
+                    .map(|(cp, _)| cp.clone())
+            });
+            let fr = account_file(
+                fc,
+                cov,
+                coverage_path,
+                no_evidence,
+                policy.attribute_deletions,
+                policy.run_phase_only,
+                coverage.is_some(),
+                &classify,
+            );
+            if fr.evidence == FileEvidence::Blind && fc.path.ends_with(".py") && fc.status != FileStatus::Added {
+                unmeasured_existing += 1;
+            }
+            match fr.evidence {
+                FileEvidence::Blind => {
+                    needs_evidence_units += 1;
+                }
+                FileEvidence::Measured => {
+                    let attributed = fr
+                        .deletions
+                        .iter()
+                        .filter(|d| d.attributed && d.class.is_some_and(|c| c != LineClass::NotExecutable))
+                        .count();
+                    needs_evidence_units += fr.executable_changed_lines.len() + attributed;
+                    deletion_only_code += fr
+                        .deletions
+                        .iter()
+                        .filter(|d| !d.attributed && d.class.is_none())
+                        .count();
+                    // Deletions attributed to neighbours contribute their witnesses too:
+                    // account_file put them in `lines` as witnesses of the neighbours.
+                    for l in &fr.lines {
+                        for w in &l.witnesses {
+                            union.insert(w.test.clone(), w.status);
+                        }
+                        if l.class == LineClass::Stable
+                            && l.witnesses
+                                .iter()
+                                .filter(|w| w.status.is_stable())
+                                .all(|w| !w.phases.contains(&Phase::Run))
+                        {
+                            phase_only_lines.push(Location::at(&fr.path, l.line as usize, None));
+                        }
+                    }
+                }
+                FileEvidence::NotNeeded | FileEvidence::NoExecutableChange => {
+                    deletion_only_code += fr
+                        .deletions
+                        .iter()
+                        .filter(|d| !d.attributed && d.class.is_none())
+                        .count();
+                }
+            }
+            files.push(fr);
+        }
+        Attribution {
+            files,
+            union,
+            needs_evidence_units,
+            phase_only_lines,
+            deletion_only_code,
+            unmeasured_existing,
+        }
+    }
+
+    /// How many witnesses are stable.
+    pub(crate) fn stable_count(&self) -> usize {
+        self.union.values().filter(|s| s.is_stable()).count()
+    }
+
+    /// The witnesses that are frozen or not stable, in test order.
+    pub(crate) fn not_stable(&self) -> Vec<TestId> {
+        self.union
+            .iter()
+            .filter(|(_, s)| !s.is_stable())
+            .map(|(t, _)| t.clone())
+            .collect()
+    }
+
+    /// Which of rows 5–7 applies; `have_coverage` is whether coverage was given.
+    pub(crate) fn witnessing(&self, have_coverage: bool) -> Witnessing {
+        if !have_coverage {
+            // Without coverage no witness can be named: row 1 already says so.
+            Witnessing::Unjudged
+        } else if self.needs_evidence_units == 0 && self.deletion_only_code > 0 {
+            Witnessing::OnlyDeletions
+        } else if self.needs_evidence_units > 0 && self.union.is_empty() {
+            Witnessing::Unwitnessed
+        } else if self.needs_evidence_units > 0 && self.stable_count() == 0 {
+            Witnessing::NoStableWitness
+        } else if self.needs_evidence_units > 0 {
+            Witnessing::SomeStable
+        } else {
+            Witnessing::Unjudged
+        }
+    }
+}
+
+/// How a test stands: unstable (probe) first, then frozen (ledger), then broken on base.
+pub(crate) fn classify_test(test: &TestId, ledger: &Ledger, probe: Option<&Probe>) -> WitnessStatus {
+    let stability = probe.and_then(|p| p.stability(test));
+    if stability == Some(Stability::Unstable) {
+        WitnessStatus::Unstable
+    } else if ledger.is_frozen(test) {
+        WitnessStatus::Frozen
+    } else if stability == Some(Stability::BrokenOnBase) {
+        WitnessStatus::FailingOnBase
+    } else {
+        WitnessStatus::Stable
+    }
+}
+
+/// Is this changed line's text something that is never a statement?
+/// Used where coverage lists no statements (the `.coverage` data file).
+fn is_non_code_text(text: &str) -> bool {
+    let t = text.trim();
+    // A line opening with a triple quote is a docstring (coverage.py does not
+    // count docstrings as statements).
+    let docstring = ["\"\"\"", "'''", "r\"\"\"", "r'''"].iter().any(|q| t.starts_with(q));
+    t.is_empty() || t.starts_with('#') || docstring || t.chars().all(|c| matches!(c, ')' | ']' | '}' | ',' | ':' | ';'))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn account_file(
+    fc: &FileChange,
+    cov: Option<&FileCoverage>,
+    coverage_path: Option<String>,
+    globs: &PathGlobs,
+    attribute_deletions: bool,
+    run_phase_only: bool,
+    have_coverage: bool,
+    classify: &dyn Fn(&TestId) -> WitnessStatus,
+) -> FileReport {
+    let changed_lines = fc.added_line_numbers();
+    let mut fr = FileReport {
+        path: fc.path.clone(),
+        old_path: fc.old_path.clone(),
+        status: fc.status,
+        evidence: FileEvidence::Measured,
+        blind_reason: None,
+        coverage_path,
+        changed_lines: changed_lines.clone(),
+        executable_changed_lines: Vec::new(),
+        stable_lines: Vec::new(),
+        uncovered_lines: Vec::new(),
+        frozen_only_lines: Vec::new(),
+        excluded_lines: Vec::new(),
+        lines: Vec::new(),
+        deletions: Vec::new(),
+    };
+    let code_deletion = |d: &Deletion| d.text.iter().any(|t| !is_non_code_text(t));
+    // Test code is the evidence, not what needs it: the trust rules judge its changes.
+    let test_code = is_test_file(&fc.path);
+    if test_code || (globs.is_match(&fc.path) && fc.old_path.as_deref().is_none_or(|p| globs.is_match(p))) {
+        fr.evidence = FileEvidence::NotNeeded;
+        fr.deletions = fc
+            .deletions
+            .iter()
+            .map(|d| DeletionReport {
+                old_start: d.old_start,
+                old_count: d.old_count,
+                after: d.after,
+                attributed: false,
+                class: Some(LineClass::NotExecutable),
+            })
+            .collect();
+        return fr;
+    }
+    let blind = |mut fr: FileReport, why: &str| {
+        fr.evidence = FileEvidence::Blind;
+        fr.blind_reason = Some(why.to_string());
+        fr
+    };
+    if fc.binary {
+        return blind(fr, "binary file: no test can witness it");
+    }
+    if !fc.lines_known {
+        return blind(
+            fr,
+            "changed lines unknown (the diff omits this file's patch, as GitHub does for very large files)",
+        );
+    }
+    if fc.status == FileStatus::Deleted {
+        if fc.deletions.iter().all(|d| !code_deletion(d)) && !fc.deletions.is_empty() {
+            fr.evidence = FileEvidence::NoExecutableChange;
+            return fr;
+        }
+        return blind(fr, "deleted file: no test on head can witness its removal");
+    }
+    let code_added: Vec<_> = fc.added.iter().filter(|l| !is_non_code_text(&l.text)).collect();
+    let code_deleted = fc.deletions.iter().any(code_deletion);
+    if fc.added.is_empty() && !code_deleted {
+        fr.evidence = FileEvidence::NoExecutableChange;
+        fr.deletions = fc
+            .deletions
+            .iter()
+            .map(|d| DeletionReport {
+                old_start: d.old_start,
+                old_count: d.old_count,
+                after: d.after,
+                attributed: false,
+                class: Some(LineClass::NotExecutable),
+            })
+            .collect();
+        return fr;
+    }
+    let Some(cov) = cov else {
+        if code_added.is_empty() && !code_deleted {
+            fr.evidence = FileEvidence::NoExecutableChange;
+            return fr;
+        }
+        if !have_coverage {
+            return blind(fr, "no coverage was given");
+        }
+        if fc.path.ends_with(".pyi") {
+            return blind(fr, "type stub: never executed, so no test can witness it");
+        }
+        let why = if fc.path.ends_with(".py") {
+            "not measured by coverage (never imported by the tests, or outside coverage's source)"
+        } else {
+            "not measured by coverage (not Python source); add it to no_evidence_paths if it needs no evidence"
+        };
+        return blind(fr, why);
+    };
+
+    let witnesses_at = |line: u32| -> Vec<LineWitness> {
+        let Some(ws) = cov.witnesses.get(&line) else {
+            return Vec::new();
+        };
+        to_line_witnesses(ws, run_phase_only, classify)
+    };
+    let class_of = |ws: &[LineWitness]| {
+        if ws.iter().any(|w| w.status.is_stable()) {
+            LineClass::Stable
+        } else {
+            LineClass::FrozenOnly
+        }
+    };
+    for al in &fc.added {
+        let line = al.line;
+        let ws = witnesses_at(line);
+        let class = if cov.excluded.contains(&line) {
+            LineClass::Excluded
+        } else if !ws.is_empty() {
+            class_of(&ws)
+        } else if cov.has_statements {
+            if cov.missing.contains(&line) || cov.executed.contains(&line) || cov.import_time.contains(&line) {
+                LineClass::Uncovered
+            } else {
+                LineClass::NotExecutable
+            }
+        } else if cov.import_time.contains(&line) || cov.executed.contains(&line) || !is_non_code_text(&al.text) {
+            LineClass::Uncovered
+        } else {
+            LineClass::NotExecutable
+        };
+        if class == LineClass::NotExecutable {
+            continue;
+        }
+        fr.executable_changed_lines.push(line);
+        match class {
+            LineClass::Stable => fr.stable_lines.push(line),
+            LineClass::FrozenOnly => fr.frozen_only_lines.push(line),
+            LineClass::Uncovered => fr.uncovered_lines.push(line),
+            LineClass::Excluded => fr.excluded_lines.push(line),
+            LineClass::NotExecutable => {}
+        }
+        fr.lines.push(LineReport {
+            line,
+            class,
+            witnesses: ws,
+        });
+    }
+    for d in &fc.deletions {
+        let mut rep = DeletionReport {
+            old_start: d.old_start,
+            old_count: d.old_count,
+            after: d.after,
+            attributed: false,
+            class: None,
+        };
+        if !code_deletion(d) {
+            rep.class = Some(LineClass::NotExecutable);
+        } else if attribute_deletions {
+            rep.attributed = true;
+            let mut ws: Vec<LineWitness> = Vec::new();
+            for n in [d.after, d.after + 1] {
+                if n == 0 {
+                    continue;
+                }
+                for w in witnesses_at(n) {
+                    if let Some(x) = ws.iter_mut().find(|x| x.test == w.test) {
+                        x.phases.extend(w.phases.iter().copied());
+                    } else {
+                        ws.push(w);
+                    }
+                }
+            }
+            ws.sort_by(|a, b| a.test.cmp(&b.test));
+            rep.class = Some(if ws.is_empty() {
+                LineClass::Uncovered
+            } else {
+                class_of(&ws)
+            });
+            // The neighbours' witnesses witness the deletion: record them as a line entry at `after`.
+            if !ws.is_empty() && !fr.lines.iter().any(|l| l.line == d.after.max(1)) {
+                fr.lines.push(LineReport {
+                    line: d.after.max(1),
+                    class: class_of(&ws),
+                    witnesses: ws,
+                });
+            }
+        }
+        fr.deletions.push(rep);
+    }
+    fr.lines.sort_by_key(|l| l.line);
+    if fr.executable_changed_lines.is_empty() && !fr.deletions.iter().any(|d| d.attributed) && !code_deleted {
+        fr.evidence = FileEvidence::NoExecutableChange;
+    }
+    fr
+}
+
+fn to_line_witnesses(
+    ws: &LineWitnesses,
+    run_phase_only: bool,
+    classify: &dyn Fn(&TestId) -> WitnessStatus,
+) -> Vec<LineWitness> {
+    ws.iter()
+        .filter(|(_, phases)| !run_phase_only || phases.contains(&Phase::Run))
+        .map(|(t, phases)| LineWitness {
+            test: t.clone(),
+            status: classify(t),
+            phases: phases.clone(),
+        })
+        .collect()
+}
+
+/// Every changed place without a stable witness: blind files, blind lines and
+/// attributed deletions with no stable witness.
+pub(crate) fn blind_locations(files: &[FileReport]) -> Vec<Location> {
+    let mut out = Vec::new();
+    for f in files {
+        if f.evidence == FileEvidence::Blind {
+            out.push(Location::file(f.path.clone()));
+            continue;
+        }
+        for l in &f.lines {
+            if l.class.is_blind() && f.executable_changed_lines.contains(&l.line) {
+                out.push(Location::at(f.path.clone(), l.line as usize, None));
+            }
+        }
+        for d in &f.deletions {
+            if d.attributed && d.class.is_some_and(|c| c.is_blind()) {
+                out.push(Location::at(f.path.clone(), d.after.max(1) as usize, None));
+            }
+        }
+    }
+    out
+}

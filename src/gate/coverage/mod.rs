@@ -1,0 +1,319 @@
+//! Per-test line coverage of the head tree, as coverage.py records it with
+//! test contexts, restricted to the files the patch touches.
+//!
+//! This file is the model, and what every reader shares. Two readers fill
+//! [`Coverage`]: [`json::read_json`] (a stream over any `impl Read`), and the
+//! crate's reader of the SQLite `.coverage` data file (which does I/O, so it
+//! lives outside `gate`). Both record contexts through [`ContextCollector`]
+//! and add files with [`insert_file`], so the same run gives the same witnesses.
+
+pub mod json;
+
+use crate::gate::nodeid::{ContextKind, Phase, TestId};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Which coverage.py artefact the data came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CoverageFormat {
+    /// `coverage json --show-contexts`
+    Json,
+    /// the `.coverage` SQLite data file
+    DataFile,
+}
+
+/// One witness of one line: a test and the phases in which it ran the line.
+pub type LineWitnesses = BTreeMap<TestId, BTreeSet<Phase>>;
+
+/// Coverage of one source file, keyed by repository-relative path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileCoverage {
+    /// Lines that ran.
+    pub executed: BTreeSet<u32>,
+    /// Executable lines that did not run. Empty and meaningless when
+    /// `has_statements` is false (the `.coverage` file lists no statements).
+    pub missing: BTreeSet<u32>,
+    /// Lines excluded from measurement (`# pragma: no cover`): blind.
+    pub excluded: BTreeSet<u32>,
+    /// True when `executed ∪ missing` is the full set of executable lines.
+    pub has_statements: bool,
+    /// line → tests that executed it, with phases. Import-time (`""`) and
+    /// non-test contexts are not witnesses and are not in here.
+    pub witnesses: BTreeMap<u32, LineWitnesses>,
+    /// Lines that ran only at import time (context `""`).
+    pub import_time: BTreeSet<u32>,
+}
+
+/// Coverage of the patch's files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Coverage {
+    pub format: CoverageFormat,
+    /// Repository path → coverage. Only files the patch names are present.
+    pub files: BTreeMap<String, FileCoverage>,
+    /// How many files the coverage data measured in total.
+    pub measured_files: usize,
+    /// Coverage paths mapped to repository paths by suffix (absolute paths in a
+    /// `.coverage` without `relative_files`): (coverage path, repository path).
+    pub mapped_paths: Vec<(String, String)>,
+    /// Context strings that were not pytest-cov test contexts (a sample, at
+    /// most 20), so the report can say why they were ignored.
+    pub foreign_contexts: Vec<String>,
+    /// True when contexts were recorded at all (`--cov-context=test`); false
+    /// when every line's only context is `""` or the JSON lacks `contexts`.
+    pub has_test_contexts: bool,
+}
+
+/// Maps coverage.py's file names onto the patch's repository paths: exact
+/// match after normalising `./` and `\`, else the longest repository path
+/// that is a `/`-bounded suffix of the coverage path.
+#[derive(Debug, Clone)]
+pub struct PathMatcher {
+    repo_paths: BTreeSet<String>,
+}
+
+impl PathMatcher {
+    pub fn new<'a>(paths: impl IntoIterator<Item = &'a str>) -> Self {
+        PathMatcher {
+            repo_paths: paths.into_iter().map(normalise).collect(),
+        }
+    }
+
+    /// The repository path a coverage file name stands for, if the patch names it.
+    /// Returns (path, mapped_by_suffix).
+    pub fn map(&self, coverage_path: &str) -> Option<(String, bool)> {
+        let p = normalise(coverage_path);
+        if self.repo_paths.contains(&p) {
+            return Some((p, false));
+        }
+        self.repo_paths
+            .iter()
+            .filter(|r| p.len() > r.len() && p.ends_with(r.as_str()) && p.as_bytes()[p.len() - r.len() - 1] == b'/')
+            .max_by_key(|r| r.len())
+            .map(|r| (r.clone(), true))
+    }
+}
+
+fn normalise(p: &str) -> String {
+    let p = p.replace('\\', "/");
+    let mut s = p.as_str();
+    while let Some(rest) = s.strip_prefix("./") {
+        s = rest;
+    }
+    s.to_string()
+}
+
+/// Add one context of one line to a file's coverage; returns true for a test
+/// context. The readers go through [`ContextCollector`], which does the same
+/// and also recognises a static context's bare import-time label (`py311`).
+pub fn record_context(fc: &mut FileCoverage, line: u32, context: &str, foreign: &mut Vec<String>) -> bool {
+    match crate::gate::nodeid::parse_context(context) {
+        ContextKind::ImportTime => {
+            fc.import_time.insert(line);
+            false
+        }
+        ContextKind::Test(test, phase) => {
+            fc.witnesses
+                .entry(line)
+                .or_default()
+                .entry(test)
+                .or_default()
+                .insert(phase);
+            true
+        }
+        ContextKind::Other(s) => {
+            if foreign.len() < 20 && !foreign.contains(&s) {
+                foreign.push(s);
+            }
+            false
+        }
+    }
+}
+
+/// Collects the contexts a reader meets and resolves them at the end (shared
+/// by both readers, so the same run gives the same witnesses).
+///
+/// Beyond [`record_context`], it understands coverage.py's static context
+/// (`[run] context = py311`): test contexts then read `py311|tests/…::t|run`
+/// (the prefix is stripped by [`parse_context`](crate::gate::nodeid::parse_context))
+/// and import-time code reads `py311` instead of `""`. A non-test context equal
+/// to a static prefix seen on some test context is import-time code; the other
+/// non-test contexts are foreign (sampled, at most 20).
+#[derive(Debug, Default)]
+pub struct ContextCollector {
+    /// non-test context → (repository path, line) where it was seen.
+    others: BTreeMap<String, BTreeSet<(String, u32)>>,
+    static_prefixes: BTreeSet<String>,
+    seen_test: bool,
+}
+
+impl ContextCollector {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Record one context of one line of the file `repo_path` (whose coverage
+    /// is `fc`). Line 0 (coverage.py's entry for an empty module) is ignored.
+    pub fn record(&mut self, repo_path: &str, fc: &mut FileCoverage, line: u32, context: &str) {
+        if line == 0 {
+            return;
+        }
+        match crate::gate::nodeid::parse_context(context) {
+            ContextKind::ImportTime => {
+                fc.import_time.insert(line);
+            }
+            ContextKind::Test(test, phase) => {
+                self.note_prefix(context, &test);
+                fc.witnesses
+                    .entry(line)
+                    .or_default()
+                    .entry(test)
+                    .or_default()
+                    .insert(phase);
+            }
+            ContextKind::Other(s) => {
+                self.others.entry(s).or_default().insert((repo_path.to_string(), line));
+            }
+        }
+    }
+
+    /// Note a context seen outside the patch's files (a skipped file of the
+    /// JSON, the data file's `context` table): it can show that test contexts
+    /// were recorded, and name a static prefix. Returns true for a test context.
+    pub fn observe(&mut self, context: &str) -> bool {
+        if context.is_empty() {
+            return false;
+        }
+        match crate::gate::nodeid::parse_context(context) {
+            ContextKind::Test(test, _) => {
+                self.note_prefix(context, &test);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Has any test context been recorded or observed?
+    pub fn seen_test(&self) -> bool {
+        self.seen_test
+    }
+
+    fn note_prefix(&mut self, raw: &str, test: &TestId) {
+        self.seen_test = true;
+        let node = raw.rfind('|').map_or(raw, |bar| &raw[..bar]);
+        if let Some(prefix) = node.strip_suffix(test.as_str()) {
+            let prefix = prefix.strip_suffix('|').unwrap_or(prefix);
+            if !prefix.is_empty() && !self.static_prefixes.contains(prefix) {
+                self.static_prefixes.insert(prefix.to_string());
+            }
+        }
+    }
+
+    /// Resolve the non-test contexts into `files` (import time under a static
+    /// prefix) and return (foreign context sample, test contexts seen).
+    pub fn finish(self, files: &mut BTreeMap<String, FileCoverage>) -> (Vec<String>, bool) {
+        let mut foreign = Vec::new();
+        for (ctx, places) in self.others {
+            let bare = ctx.strip_suffix('|').unwrap_or(&ctx);
+            if self.static_prefixes.contains(bare) {
+                for (repo, line) in places {
+                    if let Some(fc) = files.get_mut(&repo) {
+                        fc.import_time.insert(line);
+                    }
+                }
+            } else if foreign.len() < 20 {
+                foreign.push(ctx);
+            }
+        }
+        (foreign, self.seen_test)
+    }
+}
+
+/// Add `src` into `dst` (two coverage paths that map to one repository path).
+fn merge_file(dst: &mut FileCoverage, src: FileCoverage) {
+    dst.executed.extend(src.executed);
+    dst.missing.extend(src.missing);
+    dst.excluded.extend(src.excluded);
+    dst.has_statements |= src.has_statements;
+    for (line, tests) in src.witnesses {
+        let w = dst.witnesses.entry(line).or_default();
+        for (test, phases) in tests {
+            w.entry(test).or_default().extend(phases);
+        }
+    }
+    dst.import_time.extend(src.import_time);
+}
+
+/// Insert `(repo, fc)` into `files`, merging with an earlier entry, and note
+/// the mapping when it was by suffix (shared by both readers).
+pub fn insert_file(
+    cov_files: &mut BTreeMap<String, FileCoverage>,
+    mapped_paths: &mut Vec<(String, String)>,
+    coverage_path: &str,
+    mapped: (String, bool),
+    fc: FileCoverage,
+) {
+    let (repo, by_suffix) = mapped;
+    if by_suffix {
+        mapped_paths.push((coverage_path.to_string(), repo.clone()));
+    }
+    match cov_files.entry(repo) {
+        std::collections::btree_map::Entry::Vacant(v) => {
+            v.insert(fc);
+        }
+        std::collections::btree_map::Entry::Occupied(mut o) => merge_file(o.get_mut(), fc),
+    }
+}
+
+/// Decode coverage.py's `numbits` blob (as stored in `line_bits.numbits`)
+/// into line numbers: bit `i` of byte `b` set ⇒ line `b*8 + i`.
+pub fn decode_numbits(bits: &[u8]) -> Vec<u32> {
+    let mut out = Vec::new();
+    for (byte_i, byte) in bits.iter().enumerate() {
+        for bit in 0..8 {
+            if byte & (1 << bit) != 0 {
+                out.push(byte_i as u32 * 8 + bit);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// coverage.py's `numbits.nums_to_numbits`.
+    fn nums_to_numbits(nums: &BTreeSet<u32>) -> Vec<u8> {
+        let Some(&max) = nums.iter().next_back() else {
+            return Vec::new();
+        };
+        let mut b = vec![0u8; max as usize / 8 + 1];
+        for &n in nums {
+            b[n as usize / 8] |= 1 << (n % 8);
+        }
+        b
+    }
+
+    #[test]
+    fn numbits_known_values() {
+        // From coverage.py's tests: nums_to_numbits([1, 2, 3, 17]) (bit 1..3 of byte 0, bit 1 of byte 2).
+        assert_eq!(nums_to_numbits(&[1, 2, 3, 17].into()), [0x0e, 0x00, 0x02]);
+        assert_eq!(decode_numbits(&[0x0e, 0x00, 0x02]), [1, 2, 3, 17]);
+        assert_eq!(decode_numbits(&[]), Vec::<u32>::new());
+        assert_eq!(decode_numbits(&[0x01]), [0]);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn numbits_round_trip(nums in proptest::collection::btree_set(0u32..20_000, 0..300)) {
+            let bits = nums_to_numbits(&nums);
+            let back = decode_numbits(&bits);
+            prop_assert_eq!(back.iter().copied().collect::<BTreeSet<_>>(), nums.clone());
+            prop_assert_eq!(back.len(), nums.len());
+            prop_assert!(back.windows(2).all(|w| w[0] < w[1]), "ascending");
+        }
+    }
+}

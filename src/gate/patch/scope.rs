@@ -1,0 +1,295 @@
+//! Python scopes from the diff alone: which `def`/`class` blocks a hunk line
+//! sits in ([`scopes_of_side`]), so the trust rules can tell which test a
+//! changed line belongs to without the source file.
+
+use super::model::Scope;
+
+/// Leading whitespace as a column (a tab advances to the next multiple of 8);
+/// `None` for a line with no code (blank or only a comment).
+fn code_indent(t: &str) -> Option<usize> {
+    let mut col = 0;
+    for c in t.chars() {
+        match c {
+            ' ' => col += 1,
+            '\t' => col = col / 8 * 8 + 8,
+            '\x0c' => {}
+            '#' => return None,
+            _ => return Some(col),
+        }
+    }
+    None
+}
+
+/// The name a `def`, `async def` or `class` line opens.
+pub fn block_name(t: &str) -> Option<&str> {
+    let t = t.trim_start();
+    let t = t
+        .strip_prefix("async")
+        .filter(|r| r.starts_with([' ', '\t']))
+        .map_or(t, str::trim_start);
+    let rest = t
+        .strip_prefix("def")
+        .or_else(|| t.strip_prefix("class"))
+        .filter(|r| r.starts_with([' ', '\t']))?
+        .trim_start();
+    let end = rest
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    (end > 0).then(|| &rest[..end])
+}
+
+/// The scope of each line of one side of a hunk, `texts` being that side's
+/// lines in order (context lines and that side's changed lines) and `header`
+/// the text after the hunk header's `@@ … @@`.
+///
+/// A line is inside the nearest less-indented line above it, and that one
+/// inside the nearest less-indented line above it, up to a line at column 0:
+/// the `def`/`class` lines of that chain are the scope. (Lines with no code —
+/// blank, comment — stay [`Scope::Unknown`]; a line opening with a closing
+/// bracket belongs to the line that opened it.) A line in a decorator belongs
+/// to the `def` or `class` the decorator decorates, found further down the hunk.
+/// When the chain stops short of column 0 at the top of the hunk, the header
+/// supplies the enclosing `def`/`class` when it shows one (git's default
+/// header is the last column-0 line above the hunk; with a `diff=python`
+/// driver it is the nearest `def`/`class` at any depth, which this reads as
+/// the outermost); below a `class` header the chain is complete only when the
+/// hunk shows the method. What the hunk cannot show
+/// stays unknown: a chain with no block in it, a decorator whose `def` lies
+/// past the hunk's end. A line inside a triple-quoted string is where the line
+/// that opened the string is (a hunk that starts inside a string misreads it).
+pub fn scopes_of_side(texts: &[&str], header: Option<&str>) -> Vec<Scope> {
+    struct Open {
+        indent: usize,
+        name: Option<String>,
+        is_def: bool,
+        decorator: bool,
+    }
+    // Lines waiting for the `def` a decorator decorates: (decorator's indent,
+    // names around the decorator, complete, the lines). One group per
+    // decorator chain, so that waiting stays linear.
+    type Pending = (usize, Vec<String>, bool, Vec<usize>);
+    let mut pending: Vec<Pending> = Vec::new();
+    let wait = |pending: &mut Vec<Pending>, at: usize, names: Vec<String>, complete: bool, line: usize| match pending
+        .last_mut()
+    {
+        Some(p) if p.0 == at && p.1 == names && p.2 == complete => p.3.push(line),
+        _ => pending.push((at, names, complete, vec![line])),
+    };
+    let mut out = vec![Scope::Unknown; texts.len()];
+    let mut stack: Vec<Open> = Vec::new();
+    // Lines whose scope came from the header, while no column-0 line has confirmed it.
+    let mut tentative: Vec<usize> = Vec::new();
+    let header = header.map(|h| h.trim_end_matches(['\n', '\r']));
+    let header_block = header
+        .filter(|h| !h.starts_with([' ', '\t']))
+        .and_then(|h| block_name(h).map(|n| (n.to_string(), h.trim_start().starts_with("class"))));
+    // Names of the first `n` open lines, completed by the header when they stop
+    // short of column 0; and whether the header was used.
+    let around = |stack: &[Open], n: usize, indent: usize| -> (Vec<String>, bool, bool) {
+        let open = &stack[..n];
+        let mut names: Vec<String> = open.iter().filter_map(|o| o.name.clone()).collect();
+        let lowest = open.first().map_or(indent, |o| o.indent);
+        let mut complete = lowest == 0;
+        let mut used = false;
+        if !complete {
+            if let Some((h, is_class)) = &header_block {
+                names.insert(0, h.clone());
+                used = true;
+                // Below a `def` everything is that function's; below a `class`, only a
+                // method shown in the hunk says which method the line is in.
+                complete = !is_class || open.first().is_some_and(|o| o.is_def);
+            }
+        }
+        (names, complete, used)
+    };
+    let known = |names: Vec<String>, complete: bool| {
+        if complete || !names.is_empty() {
+            Scope::Known { names, complete }
+        } else {
+            Scope::Unknown
+        }
+    };
+    // Inside a triple-quoted string: its delimiter and the line that opened it.
+    let mut in_string: Option<(&str, usize)> = None;
+    let mut string_lines: Vec<(usize, usize)> = Vec::new();
+    for (i, t) in texts.iter().enumerate() {
+        if let Some((delim, opener)) = in_string {
+            string_lines.push((i, opener));
+            if t.matches(delim).count() % 2 == 1 {
+                in_string = None;
+            }
+            continue;
+        }
+        let Some(indent) = code_indent(t) else { continue };
+        if let Some(delim) = opens_string(t) {
+            in_string = Some((delim, i));
+        }
+        let trimmed = t.trim_start();
+        let closing = trimmed.starts_with([')', ']', '}']);
+        let name = if closing { None } else { block_name(t) };
+        let decorator = !closing && trimmed.starts_with('@');
+        if !closing {
+            // Decorated lines wait for their `def`: it comes at the decorator's indent.
+            pending.retain(|(at, names, complete, lines)| {
+                if *at < indent || (*at == indent && decorator) {
+                    return true;
+                }
+                if *at == indent {
+                    if let Some(n) = name {
+                        let mut names = names.clone();
+                        names.push(n.to_string());
+                        for k in lines {
+                            out[*k] = Scope::Known {
+                                names: names.clone(),
+                                complete: *complete,
+                            };
+                        }
+                    }
+                }
+                false
+            });
+        }
+        let eff = if closing { indent + 1 } else { indent };
+        while stack.last().is_some_and(|o| o.indent >= eff) {
+            stack.pop();
+        }
+        if let Some(d) = stack.iter().position(|o| o.decorator) {
+            let (names, complete, _) = around(&stack, d, stack[d].indent);
+            wait(&mut pending, stack[d].indent, names, complete, i);
+        } else if decorator {
+            let (names, complete, _) = around(&stack, stack.len(), indent);
+            wait(&mut pending, indent, names, complete, i);
+        } else {
+            let (mut names, complete, used) = around(&stack, stack.len(), eff);
+            if let Some(n) = name {
+                names.push(n.to_string());
+            }
+            out[i] = known(names, complete);
+            if used {
+                tentative.push(i);
+            }
+        }
+        if indent == 0 {
+            if closing {
+                // A bracket opened at column 0 above the hunk closes here: the lines
+                // read under the header were in it — in a decorator (git's header
+                // skips `@` lines), so they belong to the `def` that follows.
+                for k in tentative.drain(..) {
+                    out[k] = Scope::Unknown;
+                    wait(&mut pending, 0, Vec::new(), true, k);
+                }
+            } else {
+                tentative.clear();
+            }
+        }
+        if !closing {
+            stack.push(Open {
+                indent,
+                name: name.map(str::to_string),
+                is_def: name.is_some() && !trimmed.starts_with("class"),
+                decorator,
+            });
+        }
+    }
+    // A string's lines are where the line that opened it is.
+    for (i, opener) in string_lines {
+        out[i] = out[opener].clone();
+    }
+    out
+}
+
+/// The triple quote a line leaves open (an odd number of them), if any.
+fn opens_string(t: &str) -> Option<&'static str> {
+    let (at, delim) = ["\"\"\"", "'''"]
+        .into_iter()
+        .filter_map(|d| t.find(d).map(|i| (i, d)))
+        .min_by_key(|(i, _)| *i)?;
+    if t[..at].contains('#') {
+        return None;
+    }
+    (t.matches(delim).count() % 2 == 1).then_some(delim)
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    pub(crate) fn known(names: &[&str], complete: bool) -> Scope {
+        Scope::Known {
+            names: names.iter().map(|n| n.to_string()).collect(),
+            complete,
+        }
+    }
+
+    fn scopes(text: &str, header: Option<&str>) -> Vec<Scope> {
+        let lines: Vec<&str> = text.lines().collect();
+        scopes_of_side(&lines, header)
+    }
+
+    #[test]
+    fn blocks_around_a_line() {
+        let src = "class TestCart:\n    def test_total(self):\n        cart = Cart()\n\n        def helper():\n            return 1\n        assert cart.total() == 12.0\n    x = 1\nY = 2\n";
+        let s = scopes(src, None);
+        assert_eq!(s[0], known(&["TestCart"], true));
+        assert_eq!(s[1], known(&["TestCart", "test_total"], true));
+        assert_eq!(s[2], known(&["TestCart", "test_total"], true));
+        assert_eq!(s[3], Scope::Unknown, "a blank line has no scope");
+        assert_eq!(s[5], known(&["TestCart", "test_total", "helper"], true));
+        assert_eq!(s[6], known(&["TestCart", "test_total"], true));
+        assert_eq!(s[7], known(&["TestCart"], true), "class body");
+        assert_eq!(s[8], Scope::module());
+    }
+
+    #[test]
+    fn the_header_completes_a_chain_cut_by_the_hunk() {
+        let body = "        cart.add('pen', 2.5, qty=5)\n    def test_add(self):\n        pass\n";
+        let s = scopes(body, Some("class TestCart:"));
+        assert_eq!(s[0], known(&["TestCart"], false), "the method is not shown");
+        assert_eq!(s[2], known(&["TestCart", "test_add"], true));
+        let s = scopes(
+            "    assert x == 1\n",
+            Some("def test_discount(amount, code, expected):"),
+        );
+        assert_eq!(s[0], known(&["test_discount"], true));
+        // No header, no block in view: unknown.
+        assert_eq!(scopes("    assert x == 1\n", None)[0], Scope::Unknown);
+        assert_eq!(scopes("    assert x == 1\n", Some("import pytest"))[0], Scope::Unknown);
+        // A block in view but not reaching column 0, no header: incomplete.
+        let s = scopes("    def test_a(self):\n        assert 1\n", None);
+        assert_eq!(s[1], known(&["test_a"], false));
+    }
+
+    #[test]
+    fn decorators_belong_to_what_they_decorate() {
+        let src = "@pytest.mark.parametrize(\n    \"amount, code, expected\",\n    [\n        pytest.param(5, None, 5, id=\"none\"),\n    ],\n)\ndef test_discount(amount, code, expected):\n    assert discount(amount, code) == expected\n";
+        let s = scopes(src, None);
+        for (i, sc) in s.iter().enumerate() {
+            assert_eq!(sc, &known(&["test_discount"], true), "line {i}");
+        }
+        // The decorated def is past the hunk's end: unknown.
+        let s = scopes("@pytest.mark.flaky(reruns=3)\n", None);
+        assert_eq!(s[0], Scope::Unknown);
+        // A multi-line signature, closed at column 0.
+        let s = scopes("def test_x(\n    a,\n):\n    pass\n", None);
+        assert!(s.iter().all(|x| x == &known(&["test_x"], true)), "{s:?}");
+    }
+
+    #[test]
+    fn async_defs_and_tabs() {
+        let s = scopes("async def test_io():\n\tawait x()\n", None);
+        assert_eq!(s[1], known(&["test_io"], true));
+        assert_eq!(block_name("    async  def  test_x(self):"), Some("test_x"));
+        assert_eq!(block_name("define = 1"), None);
+        assert_eq!(block_name("class_ = 2"), None);
+    }
+
+    #[test]
+    fn strings_do_not_end_blocks() {
+        let src =
+            "def test_text():\n    s = \"\"\"\nheader\n  body\n\"\"\"\n    assert s\n    '''one''' and 1\n    x = 2\n";
+        let s = scopes(src, None);
+        for (i, sc) in s.iter().enumerate() {
+            assert_eq!(sc, &known(&["test_text"], true), "line {i}: {src}");
+        }
+    }
+}

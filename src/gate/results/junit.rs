@@ -1,0 +1,552 @@
+//! JUnit XML (pytest's xunit1 and xunit2, and other writers) → [`TestResults`].
+
+use super::model::{first_line, CollectionError, Outcome, TestResult, TestResults, UnmatchedCase};
+use crate::gate::error::{InputError, Location};
+use crate::gate::nodeid::{junit_key, Phase, TestId};
+use std::collections::{BTreeSet, HashMap};
+
+/// Byte offsets → 1-based line and column (in characters), without rescanning
+/// the text for every record.
+struct LineIndex<'a> {
+    text: &'a str,
+    /// Byte offset where each line starts.
+    starts: Vec<usize>,
+}
+
+impl<'a> LineIndex<'a> {
+    fn new(text: &'a str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(
+            text.bytes()
+                .enumerate()
+                .filter(|(_, b)| *b == b'\n')
+                .map(|(i, _)| i + 1),
+        );
+        LineIndex { text, starts }
+    }
+    fn line_col(&self, pos: usize) -> (usize, usize) {
+        let pos = pos.min(self.text.len());
+        let line = self.starts.partition_point(|s| *s <= pos).max(1);
+        let start = self.starts[line - 1];
+        let col = String::from_utf8_lossy(&self.text.as_bytes()[start..pos])
+            .chars()
+            .count()
+            + 1;
+        (line, col)
+    }
+}
+
+/// A `<failure>`, `<error>` or `<skipped>` inside a test case.
+#[derive(Debug, Default)]
+struct Child {
+    kind: ChildKind,
+    message: Option<String>,
+    typ: Option<String>,
+    text: String,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum ChildKind {
+    #[default]
+    Failure,
+    Error,
+    Skipped,
+}
+
+#[derive(Debug, Default)]
+struct Case {
+    classname: String,
+    name: String,
+    file: Option<String>,
+    line: usize,
+    children: Vec<Child>,
+}
+
+/// What a test case element says.
+enum CaseKind {
+    Test(Outcome, Option<Phase>, Option<String>),
+    CollectionError(Option<String>),
+    /// pytest's `collection skipped`: a module skipped at import, no test.
+    CollectionSkipped,
+}
+
+fn case_kind(c: &Case) -> CaseKind {
+    let mut best: Option<(u8, Outcome, Option<Phase>, Option<String>)> = None;
+    for ch in &c.children {
+        let msg = ch
+            .message
+            .as_deref()
+            .and_then(first_line)
+            .or_else(|| first_line(&ch.text));
+        let (rank, outcome, phase, msg) = match ch.kind {
+            ChildKind::Error => {
+                let m = ch.message.as_deref().unwrap_or("");
+                if m == "collection failure" || (c.classname.is_empty() && m.starts_with("collection")) {
+                    return CaseKind::CollectionError(first_line(&ch.text).or(msg));
+                }
+                // pytest: `failed on setup with "<reason>"` / `failed on teardown with "<reason>"`.
+                let unquote = |rest: &str| {
+                    let r = rest.strip_prefix('"').unwrap_or(rest);
+                    first_line(r.strip_suffix('"').unwrap_or(r))
+                };
+                if let Some(rest) = m.strip_prefix("failed on setup with ") {
+                    (4, Outcome::Error, Some(Phase::Setup), unquote(rest))
+                } else if let Some(rest) = m.strip_prefix("failed on teardown with ") {
+                    (2, Outcome::Error, Some(Phase::Teardown), unquote(rest))
+                } else {
+                    (2, Outcome::Error, None, msg)
+                }
+            }
+            ChildKind::Failure => (3, Outcome::Failed, None, msg),
+            ChildKind::Skipped => {
+                if c.classname.is_empty() && ch.message.as_deref() == Some("collection skipped") {
+                    return CaseKind::CollectionSkipped;
+                }
+                let xfail = ch.typ.as_deref() == Some("pytest.xfail");
+                (1, if xfail { Outcome::XFailed } else { Outcome::Skipped }, None, msg)
+            }
+        };
+        if best.as_ref().is_none_or(|b| rank > b.0) {
+            best = Some((rank, outcome, phase, msg));
+        }
+    }
+    match best {
+        Some((_, o, p, m)) => CaseKind::Test(o, p, m),
+        None => CaseKind::Test(Outcome::Passed, None, None),
+    }
+}
+
+/// Precedence when several records name one test (pytest writes a teardown
+/// error as a second test case after the call's): setup error, then failure,
+/// then teardown error, then anything else; as the report-log reader reduces phases.
+fn rank(r: &TestResult) -> u8 {
+    match (r.outcome, r.phase) {
+        (Outcome::Error, Some(Phase::Setup)) => 4,
+        (Outcome::Failed, _) => 3,
+        (Outcome::Error, _) => 2,
+        _ => 1,
+    }
+}
+
+/// xunit1: the node id from `file`, `classname` and `name`:
+/// `tests/sub/test_a.py`, `tests.sub.test_a.TestX.TestY`, `test_y[1]` →
+/// `tests/sub/test_a.py::TestX::TestY::test_y[1]`. None when the classname
+/// does not start with the file's dotted module path.
+fn rebuild_xunit1(file: &str, classname: &str, name: &str) -> Option<String> {
+    let file = file.replace('\\', "/");
+    let module = file.strip_suffix(".py").unwrap_or(&file).replace('/', ".");
+    if name.is_empty() || file.is_empty() {
+        return None;
+    }
+    if classname == module {
+        return Some(format!("{file}::{name}"));
+    }
+    let rest = classname.strip_prefix(module.as_str())?.strip_prefix('.')?;
+    if rest.split('.').any(str::is_empty) {
+        return None;
+    }
+    Some(format!("{file}::{}::{name}", rest.replace('.', "::")))
+}
+
+/// Parse JUnit XML. xunit1 records carry `file`; their node ids are rebuilt
+/// from file + classname + name. xunit2 records are matched against
+/// `known` (node ids from coverage) by [`crate::gate::nodeid::junit_key`]:
+/// exactly one match or the case is reported unmatched, never guessed.
+pub fn parse_junit(file: &str, text: &str, known: &BTreeSet<TestId>) -> Result<TestResults, InputError> {
+    use quick_xml::events::{BytesStart, Event};
+
+    let bom = if text.starts_with('\u{feff}') {
+        '\u{feff}'.len_utf8()
+    } else {
+        0
+    };
+    let body = &text[bom..];
+    let lines = LineIndex::new(text);
+    let at_pos = |pos: u64| {
+        let (line, col) = lines.line_col(usize::try_from(pos).unwrap_or(usize::MAX).saturating_add(bom));
+        Location::at(file, line, Some(col))
+    };
+    let mut reader = quick_xml::Reader::from_str(body);
+    let mut stack: Vec<Vec<u8>> = Vec::new();
+    let mut saw_root = false;
+    let mut case: Option<Case> = None;
+    let mut child: Option<Child> = None;
+    let mut out = TestResults::default();
+
+    let mut index: Option<HashMap<(String, String), Vec<&TestId>>> = None;
+    let mut finish = |c: Case, out: &mut TestResults| {
+        let source = format!("{file}:{}", c.line);
+        let (outcome, phase, message) = match case_kind(&c) {
+            CaseKind::CollectionSkipped => return,
+            CaseKind::CollectionError(message) => {
+                let nodeid = match &c.file {
+                    Some(f) if !f.is_empty() => f.replace('\\', "/"),
+                    _ => {
+                        let dotted = c.name.as_str();
+                        known
+                            .iter()
+                            .map(TestId::file)
+                            .find(|f| f.strip_suffix(".py").unwrap_or(f).replace(['/', '\\'], ".") == dotted)
+                            .map(str::to_string)
+                            .unwrap_or_else(|| dotted.to_string())
+                    }
+                };
+                out.collection_errors.push(CollectionError {
+                    nodeid,
+                    message,
+                    source,
+                });
+                return;
+            }
+            CaseKind::Test(o, p, m) => (o, p, m),
+        };
+        let mut why_prefix = String::new();
+        let id = match c.file.as_deref().filter(|f| !f.is_empty()) {
+            Some(f) => match rebuild_xunit1(f, &c.classname, &c.name) {
+                Some(id) => Some(TestId::new(id)),
+                None => {
+                    why_prefix = format!("file {f:?} does not match classname {:?}; ", c.classname);
+                    None
+                }
+            },
+            None => None,
+        };
+        let id = match id {
+            Some(id) => id,
+            None => {
+                let idx = index.get_or_insert_with(|| {
+                    let mut m: HashMap<(String, String), Vec<&TestId>> = HashMap::new();
+                    for t in known {
+                        m.entry(junit_key(t)).or_default().push(t);
+                    }
+                    m
+                });
+                match idx.get(&(c.classname.clone(), c.name.clone())).map(Vec::as_slice) {
+                    Some([one]) => (*one).clone(),
+                    found => {
+                        let why = match found {
+                            Some(many) if !many.is_empty() => format!(
+                                "ambiguous: {}",
+                                many.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")
+                            ),
+                            _ => "no node id from coverage matches".to_string(),
+                        };
+                        out.unmatched.push(UnmatchedCase {
+                            source,
+                            classname: c.classname,
+                            name: c.name,
+                            why: format!("{why_prefix}{why}"),
+                            outcome,
+                            message,
+                        });
+                        return;
+                    }
+                }
+            }
+        };
+        let result = TestResult {
+            outcome,
+            phase,
+            message,
+            source,
+        };
+        match out.tests.get(&id) {
+            Some(old) if rank(old) >= rank(&result) => {}
+            _ => {
+                out.tests.insert(id, result);
+            }
+        }
+    };
+
+    let attrs = |e: &BytesStart, pos: u64| -> Result<Vec<(Vec<u8>, String)>, InputError> {
+        let mut v = Vec::new();
+        for a in e.attributes() {
+            let a = a.map_err(|err| InputError::new(at_pos(pos), format!("malformed XML attribute: {err}")))?;
+            let value = a
+                .unescape_value()
+                .map_err(|err| InputError::new(at_pos(pos), format!("malformed XML attribute value: {err}")))?;
+            v.push((a.key.local_name().as_ref().to_vec(), value.into_owned()));
+        }
+        Ok(v)
+    };
+    let attr = |v: &[(Vec<u8>, String)], k: &[u8]| v.iter().find(|(n, _)| n == k).map(|(_, s)| s.clone());
+
+    loop {
+        let start = reader.buffer_position();
+        let ev = reader
+            .read_event()
+            .map_err(|e| InputError::new(at_pos(reader.error_position()), format!("malformed XML: {e}")))?;
+        let (e, empty) = match ev {
+            Event::Start(e) => (e, false),
+            Event::Empty(e) => (e, true),
+            Event::End(e) => {
+                let name = e.local_name().as_ref().to_vec();
+                stack.pop();
+                match name.as_slice() {
+                    b"testcase" => {
+                        if let Some(c) = case.take() {
+                            finish(c, &mut out);
+                        }
+                    }
+                    b"failure" | b"error" | b"skipped" => {
+                        if let (Some(ch), Some(c)) = (child.take(), case.as_mut()) {
+                            c.children.push(ch);
+                        }
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            Event::Text(t) => {
+                if let Some(ch) = child.as_mut() {
+                    if ch.text.len() < 4096 {
+                        let s = t
+                            .unescape()
+                            .map_err(|e| InputError::new(at_pos(start), format!("malformed XML text: {e}")))?;
+                        ch.text.push_str(&s);
+                    }
+                }
+                continue;
+            }
+            Event::CData(t) => {
+                if let Some(ch) = child.as_mut() {
+                    if ch.text.len() < 4096 {
+                        ch.text.push_str(&String::from_utf8_lossy(&t));
+                    }
+                }
+                continue;
+            }
+            Event::Eof => break,
+            _ => continue, // declaration, comments, processing instructions, doctype
+        };
+        let name = e.local_name().as_ref().to_vec();
+        if !saw_root {
+            if name != b"testsuites" && name != b"testsuite" {
+                return Err(InputError::new(
+                    at_pos(start),
+                    format!(
+                        "expected <testsuites> or <testsuite> as the root element of JUnit XML, found <{}>",
+                        String::from_utf8_lossy(&name)
+                    ),
+                ));
+            }
+            saw_root = true;
+        }
+        match name.as_slice() {
+            b"testcase" => {
+                if case.is_some() {
+                    return Err(InputError::new(
+                        at_pos(start),
+                        "<testcase> inside <testcase>: expected them side by side",
+                    ));
+                }
+                let a = attrs(&e, start)?;
+                let (line, _) = lines.line_col(usize::try_from(start).unwrap_or(usize::MAX).saturating_add(bom));
+                let c = Case {
+                    classname: attr(&a, b"classname").unwrap_or_default(),
+                    name: attr(&a, b"name").unwrap_or_default(),
+                    file: attr(&a, b"file"),
+                    line,
+                    children: Vec::new(),
+                };
+                if empty {
+                    finish(c, &mut out);
+                } else {
+                    case = Some(c);
+                }
+            }
+            b"failure" | b"error" | b"skipped" if case.is_some() && child.is_none() => {
+                let a = attrs(&e, start)?;
+                let kind = match name.as_slice() {
+                    b"failure" => ChildKind::Failure,
+                    b"error" => ChildKind::Error,
+                    _ => ChildKind::Skipped,
+                };
+                let ch = Child {
+                    kind,
+                    message: attr(&a, b"message"),
+                    typ: attr(&a, b"type"),
+                    text: String::new(),
+                };
+                if empty {
+                    if let Some(c) = case.as_mut() {
+                        c.children.push(ch);
+                    }
+                } else {
+                    child = Some(ch);
+                }
+            }
+            _ => {}
+        }
+        if !empty {
+            stack.push(name);
+        }
+    }
+    if let Some(open) = stack.last() {
+        return Err(InputError::new(
+            at_pos(body.len() as u64),
+            format!(
+                "unexpected end of file: <{}> is not closed (the file looks truncated)",
+                String::from_utf8_lossy(open)
+            ),
+        ));
+    }
+    if !saw_root {
+        return Err(InputError::new(
+            at_pos(0),
+            "no <testsuites> or <testsuite> element: expected JUnit XML",
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn junit_errors() {
+        let cases: &[(&str, &str, usize, usize, &str)] = &[
+            (
+                "mismatched end",
+                "<testsuites>\n<testsuite>\n  <testcase name=\"a\"></testsuite>\n</testsuites>",
+                3,
+                22,
+                "malformed XML",
+            ),
+            (
+                "truncated",
+                "<testsuite>\n<testcase classname=\"a\" name=\"b\">\n<failure message=\"x\">boom",
+                3,
+                26,
+                "looks truncated",
+            ),
+            (
+                "wrong root",
+                "<?xml version=\"1.0\"?>\n<html><body/></html>",
+                2,
+                1,
+                "expected <testsuites> or <testsuite>",
+            ),
+            (
+                "no root",
+                "<?xml version=\"1.0\"?>\n<!-- nothing -->\n",
+                1,
+                1,
+                "expected JUnit XML",
+            ),
+            (
+                "bad entity",
+                "<testsuite>\n <testcase classname=\"a\" name=\"&bogus;\"/></testsuite>",
+                2,
+                2,
+                "malformed XML attribute value",
+            ),
+            (
+                "unclosed tag",
+                "<testsuite>\n<testcase name=\"a\"",
+                2,
+                1,
+                "malformed XML",
+            ),
+        ];
+        for (name, text, line, col, msg) in cases {
+            let e = parse_junit("j.xml", text, &BTreeSet::new()).expect_err(name);
+            assert_eq!(
+                (e.location.line, e.location.column),
+                (Some(*line), Some(*col)),
+                "{name}: {e}"
+            );
+            assert!(e.message.contains(msg), "{name}: {e}");
+        }
+    }
+
+    #[test]
+    fn junit_matching() {
+        let known: BTreeSet<TestId> = [
+            "tests/a.py::T::t",
+            "tests/a/T.py::t",
+            "tests/b.py::test_é[1]",
+            "tests/sub/test_c.py::TestX::TestY::test_y[a.b]",
+        ]
+        .into_iter()
+        .map(TestId::new)
+        .collect();
+        let xml = r#"<testsuite>
+<testcase classname="tests.a.T" name="t"/>
+<testcase classname="tests.b" name="test_&#233;[1]"/>
+<testcase classname="tests.sub.test_c.TestX.TestY" name="test_y[a.b]"><skipped type="pytest.skip" message="m"/></testcase>
+<testcase classname="tests.nope" name="t"/>
+</testsuite>"#;
+        let r = parse_junit("x2.xml", xml, &known).unwrap();
+        assert_eq!(r.tests.len(), 2);
+        assert_eq!(r.tests[&TestId::new("tests/b.py::test_é[1]")].outcome, Outcome::Passed);
+        assert_eq!(
+            r.tests[&TestId::new("tests/sub/test_c.py::TestX::TestY::test_y[a.b]")].outcome,
+            Outcome::Skipped
+        );
+        assert_eq!(r.unmatched.len(), 2);
+        assert_eq!(r.unmatched[0].why, "ambiguous: tests/a.py::T::t, tests/a/T.py::t");
+        assert_eq!(r.unmatched[0].source, "x2.xml:2");
+        assert_eq!(r.unmatched[1].why, "no node id from coverage matches");
+
+        // xunit1 rebuilds the id from `file` (authoritative, `known` not needed).
+        let xml = r#"<testsuites><testsuite>
+<testcase classname="tests.sub.test_c.TestX.TestY" name="test_y[a.b]" file="tests/sub/test_c.py" line="3"/>
+<testcase classname="test_root" name="test_z" file="test_root.py" line="0"/>
+<testcase classname="tests.other.TestBase" name="test_inherited" file="tests/base.py" line="1"/>
+</testsuite></testsuites>"#;
+        let r = parse_junit("x1.xml", xml, &BTreeSet::new()).unwrap();
+        let ids: Vec<_> = r.tests.keys().map(|t| t.0.as_str()).collect();
+        assert_eq!(
+            ids,
+            vec!["test_root.py::test_z", "tests/sub/test_c.py::TestX::TestY::test_y[a.b]"]
+        );
+        // A classname that does not fit its file (a test inherited from another module) falls
+        // back to matching, and is reported when that fails.
+        assert_eq!(r.unmatched.len(), 1);
+        assert!(
+            r.unmatched[0]
+                .why
+                .starts_with("file \"tests/base.py\" does not match classname"),
+            "{}",
+            r.unmatched[0].why
+        );
+        let k: BTreeSet<TestId> = [TestId::new("tests/other.py::TestBase::test_inherited")].into();
+        let r = parse_junit("x1.xml", xml, &k).unwrap();
+        assert!(r
+            .tests
+            .contains_key(&TestId::new("tests/other.py::TestBase::test_inherited")));
+        assert!(r.unmatched.is_empty());
+    }
+
+    #[test]
+    fn junit_other_shapes() {
+        // A module skipped at import is `collection skipped`: no test, no error.
+        let xml = r#"<testsuite><testcase classname="" name="tests.test_skipmod" file="tests/test_skipmod.py"><skipped message="collection skipped">reason</skipped></testcase>
+<testcase classname="m" name="t" file="m.py"><system-out>hi</system-out><properties><property name="a" value="b"/></properties><error message="Boom&#10;second">trace</error></testcase>
+<testcase classname="m" name="u" file="m.py"><failure><![CDATA[first
+second]]></failure></testcase></testsuite>"#;
+        let r = parse_junit("j", xml, &BTreeSet::new()).unwrap();
+        assert!(r.collection_errors.is_empty());
+        let t = &r.tests[&TestId::new("m.py::t")];
+        assert_eq!(
+            (t.outcome, t.phase, t.message.as_deref()),
+            (Outcome::Error, None, Some("Boom"))
+        );
+        assert_eq!(r.tests[&TestId::new("m.py::u")].message.as_deref(), Some("first"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn junit_never_panics(s in "\\PC*") {
+            let _ = parse_junit("f", &s, &BTreeSet::new());
+        }
+        #[test]
+        fn junit_xmlish_never_panics(s in "[<>/=\"' a-z&#;:!\\[\\]\n-]{0,120}") {
+            let known: BTreeSet<TestId> = [TestId::new("a.py::b")].into();
+            let _ = parse_junit("f", &s, &known);
+            let _ = parse_junit("f", &format!("<testsuite><testcase classname=\"a\" name=\"b\">{s}"), &known);
+        }
+    }
+}
