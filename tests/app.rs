@@ -1,4 +1,4 @@
-//! The App end to end, offline: signed webhooks from `../shared/github/webhooks/` posted to the
+//! The App end to end, offline: signed webhooks from `tests/fixtures/github/webhooks/` posted to the
 //! real router on 127.0.0.1, the real SQLite store in a temp dir, the real worker and GitHub
 //! client against the fake GitHub (`tests/support/fake_github.rs`), which checks every request
 //! body against GitHub's OpenAPI subset. The clock is injected: no wall clock, no sleeps.

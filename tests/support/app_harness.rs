@@ -1,6 +1,6 @@
 //! The App under test, end to end: the real router on 127.0.0.1 with the real SQLite store in a
 //! temp dir, the real worker and GitHub client against a [`FakeGithub`], an injected clock (no
-//! wall clock, no sleeps), and webhook payloads built from `../shared/github/webhooks/` patched
+//! wall clock, no sleeps), and webhook payloads built from `tests/fixtures/github/webhooks/` patched
 //! to the fake's repository and shas and signed like GitHub signs them. Fixture cases
 //! (`tests/fixtures/cases/<case>`) are read at test time, shas included.
 
@@ -46,10 +46,10 @@ pub fn repo_path(rest: &str) -> String {
 
 // ---- webhook payloads ------------------------------------------------------------------------
 
-/// A sample payload from `../shared/github/webhooks/<name>.json`.
+/// A sample payload from `tests/fixtures/github/webhooks/<name>.json`.
 pub fn sample(name: &str) -> Value {
     let p = manifest()
-        .join("../shared/github/webhooks")
+        .join("tests/fixtures/github/webhooks")
         .join(format!("{name}.json"));
     let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     serde_json::from_str(&text).unwrap()
