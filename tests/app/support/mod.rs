@@ -1,3 +1,4 @@
 pub mod app_harness;
 pub mod fake_github;
 pub mod fake_repo;
+pub mod postgres;
