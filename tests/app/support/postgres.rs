@@ -13,7 +13,6 @@
 //! has. When the process ends — passed, failed, panicked or killed — the pipe closes, and the
 //! shell stops the server (fast shutdown) and removes the directory.
 
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::OnceLock;
@@ -58,11 +57,11 @@ impl Cluster {
             .tempdir()
             .unwrap()
             .keep();
-        if let Some((uid, gid)) = user.as_ref().map(|u| (u.1, u.2)) {
+        if let Some((uid, gid)) = user {
             std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).unwrap();
         }
         let data = dir.join("data");
-        let out = as_server_user(&user, &bin.join("initdb"))
+        let out = as_server_user(user, &bin.join("initdb"))
             .args([
                 "-A",
                 "trust",
@@ -77,22 +76,23 @@ impl Cluster {
             .arg(&data)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "initdb of the throwaway PostgreSQL in {} failed:\n{}{}",
-            dir.display(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        // The port is free when asked; should another process take it before the server binds
-        // it, try another.
-        for attempt in 1.. {
+        if !out.status.success() {
+            let _ = std::fs::remove_dir_all(&dir);
+            panic!(
+                "initdb of the throwaway PostgreSQL failed:\n{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
             let port = std::net::TcpListener::bind("127.0.0.1:0")
                 .unwrap()
                 .local_addr()
                 .unwrap()
                 .port();
-            let mut child = as_server_user(&user, Path::new("sh"))
+            let mut child = as_server_user(user, Path::new("sh"))
                 .args(["-c", LIFELINE, "sh"])
                 .arg(&dir)
                 .arg(bin.join("postgres"))
@@ -113,28 +113,27 @@ impl Cluster {
                 .stdin(Stdio::piped())
                 .spawn()
                 .unwrap_or_else(|e| panic!("starting the throwaway PostgreSQL: {e}"));
-            match wait_ready(&data, &mut child) {
+            let why = match wait_ready(&data, &mut child) {
                 Ok(()) => {
                     return Cluster {
                         url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
                         _lifeline: child.stdin.take().unwrap(),
                     };
                 }
-                Err(why) => {
-                    let mut log = String::new();
-                    if let Ok(mut f) = std::fs::File::open(dir.join("log")) {
-                        f.read_to_string(&mut log).unwrap();
-                    }
-                    if attempt < 3 && log.contains("could not bind") {
-                        continue;
-                    }
-                    let _ = child.kill();
-                    let _ = std::fs::remove_dir_all(&dir);
-                    panic!("the throwaway PostgreSQL on port {port} {why}; its log:\n{log}");
-                }
+                Err(why) => why,
+            };
+            let log = std::fs::read_to_string(dir.join("log")).unwrap_or_default();
+            // Closing the pipe stops a server still starting (and removes the directory); one
+            // that exited left the directory.
+            drop(child.stdin.take());
+            let _ = child.wait();
+            // The port was free when asked: another process may have taken it since.
+            if attempt < 3 && log.contains("could not bind") {
+                continue;
             }
+            let _ = std::fs::remove_dir_all(&dir);
+            panic!("the throwaway PostgreSQL on port {port} {why}; its log:\n{log}");
         }
-        unreachable!()
     }
 }
 
@@ -194,9 +193,9 @@ fn bindir() -> PathBuf {
         })
 }
 
-/// `initdb` and `postgres` refuse to run as root: as root, they run as the `postgres` user (the
-/// one the distributions' packages create) — its name, uid and gid; otherwise as ourselves.
-fn server_user() -> Option<(&'static str, u32, u32)> {
+/// `initdb` and `postgres` refuse to run as root: as root, they run as the user `postgres` (the
+/// one the distributions' packages create) — its uid and gid; otherwise as ourselves.
+fn server_user() -> Option<(u32, u32)> {
     let id = |args: &[&str]| -> Option<u32> {
         let out = Command::new("id").args(args).output().ok()?;
         String::from_utf8_lossy(&out.stdout).trim().parse().ok()
@@ -205,7 +204,7 @@ fn server_user() -> Option<(&'static str, u32, u32)> {
         return None;
     }
     match (id(&["-u", "postgres"]), id(&["-g", "postgres"])) {
-        (Some(uid), Some(gid)) => Some(("postgres", uid, gid)),
+        (Some(uid), Some(gid)) => Some((uid, gid)),
         _ => panic!(
             "running as root, and PostgreSQL's initdb refuses root: the throwaway PostgreSQL runs as \
              the user `postgres`, which does not exist here (`apt-get install postgresql` creates \
@@ -214,13 +213,11 @@ fn server_user() -> Option<(&'static str, u32, u32)> {
     }
 }
 
-fn as_server_user(user: &Option<(&str, u32, u32)>, program: &Path) -> Command {
-    match user {
-        None => Command::new(program),
-        Some((name, ..)) => {
-            let mut c = Command::new("runuser");
-            c.args(["-u", name, "--"]).arg(program);
-            c
-        }
+fn as_server_user(user: Option<(u32, u32)>, program: &Path) -> Command {
+    if user.is_none() {
+        return Command::new(program);
     }
+    let mut c = Command::new("runuser");
+    c.args(["-u", "postgres", "--"]).arg(program);
+    c
 }
