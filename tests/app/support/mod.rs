@@ -1,5 +1,4 @@
-#![allow(dead_code)]
 pub mod app_harness;
 pub mod fake_github;
 pub mod fake_repo;
-pub mod tree;
+pub mod postgres;

@@ -1,6 +1,6 @@
 //! The App under test, end to end: the real router on 127.0.0.1 with the real SQLite store in a
 //! temp dir, the real worker and GitHub client against a [`FakeGithub`], an injected clock (no
-//! wall clock, no sleeps), and webhook payloads built from `../shared/github/webhooks/` patched
+//! wall clock, no sleeps), and webhook payloads built from `tests/fixtures/github/webhooks/` patched
 //! to the fake's repository and shas and signed like GitHub signs them. Fixture cases
 //! (`tests/fixtures/cases/<case>`) are read at test time, shas included.
 
@@ -20,7 +20,6 @@ use std::time::Duration;
 
 use super::fake_github::FakeGithub;
 use super::fake_repo::{ArtifactState, FakeRepo};
-pub use super::tree::copy_dir;
 
 pub const SECRET: &str = "app-test-webhook-secret";
 pub const OWNER: &str = "octo-org";
@@ -47,10 +46,10 @@ pub fn repo_path(rest: &str) -> String {
 
 // ---- webhook payloads ------------------------------------------------------------------------
 
-/// A sample payload from `../shared/github/webhooks/<name>.json`.
+/// A sample payload from `tests/fixtures/github/webhooks/<name>.json`.
 pub fn sample(name: &str) -> Value {
     let p = manifest()
-        .join("../shared/github/webhooks")
+        .join("tests/fixtures/github/webhooks")
         .join(format!("{name}.json"));
     let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     serde_json::from_str(&text).unwrap()
@@ -129,7 +128,6 @@ pub fn check_suite_rerequested(head: &str) -> Value {
 /// One case of `tests/fixtures/cases/`, read at test time (the fixtures may be regenerated).
 #[derive(Debug, Clone)]
 pub struct Case {
-    pub name: String,
     pub dir: PathBuf,
     pub base_sha: String,
     pub head_sha: String,
@@ -144,7 +142,6 @@ pub fn case(name: &str) -> Case {
     let meta: Value = serde_json::from_str(&read(&dir.join("evidence/meta.json"))).unwrap();
     let info: Value = serde_json::from_str(&read(&dir.join("case.json"))).unwrap();
     Case {
-        name: name.to_owned(),
         base_sha: meta["base_sha"].as_str().unwrap().to_owned(),
         head_sha: meta["head_sha"].as_str().unwrap().to_owned(),
         diff: read(&dir.join("diff.patch")),
@@ -163,12 +160,7 @@ impl Case {
     /// The case's evidence zipped as the evidence workflow uploads it; `with_probe` adds the base
     /// probe (`tests/fixtures/probe/reportlog/`) as `probe/`.
     pub fn evidence_zip(&self, with_probe: bool) -> Vec<u8> {
-        let tmp = tempfile::tempdir().unwrap();
-        copy_dir(&self.dir.join("evidence"), tmp.path());
-        if with_probe {
-            copy_dir(&fixtures().join("probe/reportlog"), &tmp.path().join("probe"));
-        }
-        FakeRepo::zip_dir(tmp.path())
+        evidence_zip(&self.dir, with_probe)
     }
 
     /// The ledger this case is judged with: its own `ledger.json`, else the project's.
@@ -182,6 +174,18 @@ impl Case {
     }
 }
 
+/// `fixture/evidence/` (a case's or a corpus entry's) zipped as the evidence workflow uploads it;
+/// `with_probe` adds the base probe (`tests/fixtures/probe/reportlog/`) as `probe/`.
+pub fn evidence_zip(fixture: &Path, with_probe: bool) -> Vec<u8> {
+    let evidence = fixture.join("evidence");
+    let probe = fixtures().join("probe/reportlog");
+    if with_probe {
+        FakeRepo::zip_dirs(&[(&evidence, ""), (&probe, "probe")])
+    } else {
+        FakeRepo::zip_dir(&evidence)
+    }
+}
+
 /// `tests/fixtures/project/.github/flake-ledger.json`.
 pub fn base_ledger() -> Vec<u8> {
     std::fs::read(fixtures().join("project/.github/flake-ledger.json")).unwrap()
@@ -192,13 +196,7 @@ pub fn base_ledger() -> Vec<u8> {
 pub fn stage_case(repo: &FakeRepo, pr: u64, case: &Case, run_id: u64) {
     repo.put_file(&case.base_sha, LEDGER_PATH, &case.ledger());
     repo.add_pull(pr, &case.base_sha, &case.head_sha, &case.diff);
-    repo.add_workflow_run(
-        run_id,
-        &case.head_sha,
-        WORKFLOW,
-        ARTIFACT,
-        ArtifactState::Zip(case.evidence_zip(true)),
-    );
+    repo.add_workflow_run(run_id, ARTIFACT, ArtifactState::Zip(case.evidence_zip(true)));
 }
 
 // ---- the App ---------------------------------------------------------------------------------
@@ -269,10 +267,6 @@ impl App {
     pub fn clock(&self) -> Clock {
         let now_ms = self.now_ms.clone();
         Arc::new(move || Utc.timestamp_millis_opt(now_ms.load(Ordering::SeqCst)).unwrap())
-    }
-
-    pub fn now(&self) -> DateTime<Utc> {
-        (self.clock())()
     }
 
     pub fn advance(&self, d: Duration) {

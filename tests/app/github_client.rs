@@ -1,13 +1,11 @@
-//! The GitHub client against the fake GitHub (tests/support/fake_github.rs).
-
-mod support;
+//! The GitHub client against the fake GitHub (`support::fake_github`).
 
 use std::io::Write;
 use std::time::Duration;
 
+use crate::support::fake_github::{example, validate_request_body, FakeGithub};
 use flakegate::github::*;
 use serde_json::{json, Value};
-use support::fake_github::{example, validate_request_body, FakeGithub};
 use wiremock::{Request, ResponseTemplate};
 
 const SHA: &str = "6dcb09b5b57875f334f61aebed695e2e4193db5e";
@@ -384,7 +382,7 @@ async fn sticky_comment_find_create_update() {
         let human =
             json!({ "id": 1, "body": format!("quoting {MARKER}"), "user": { "login": "octocat", "type": "User" } });
         let ours = json!({ "id": 2, "body": format!("{MARKER}\nblind"), "user": { "login": "flakegate[bot]", "type": "Bot" },
-            "performed_via_github_app": { "id": support::fake_github::APP_ID } });
+            "performed_via_github_app": { "id": crate::support::fake_github::APP_ID } });
         if with_ours {
             json!([human, ours])
         } else {

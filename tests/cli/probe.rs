@@ -13,9 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-#[path = "support/tree.rs"]
-mod tree;
-use tree::copy_dir;
+use crate::support::copy_dir;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -92,8 +92,6 @@ pub struct PullState {
 
 #[derive(Debug, Clone)]
 struct RunState {
-    head_sha: String,
-    workflow_path: String,
     artifact_name: String,
     artifact: ArtifactState,
     artifact_id: u64,
@@ -195,10 +193,6 @@ impl FakeRepo {
             .insert((sha.to_owned(), path.to_owned()), bytes.to_vec());
     }
 
-    pub fn remove_file(&self, sha: &str, path: &str) {
-        self.st().files.remove(&(sha.to_owned(), path.to_owned()));
-    }
-
     /// An open pull request (added again: updated, e.g. a new head after a push). Served as JSON,
     /// as the diff (diff media type), as the files listing derived from the diff, and through
     /// `/commits/{head_sha}/pulls`.
@@ -218,16 +212,6 @@ impl FakeRepo {
         );
     }
 
-    pub fn close_pull(&self, number: u64) {
-        if let Some(p) = self.st().pulls.get_mut(&number) {
-            p.state = "closed".to_owned();
-        }
-    }
-
-    pub fn pull(&self, number: u64) -> Option<PullState> {
-        self.st().pulls.get(&number).cloned()
-    }
-
     /// The diff media type answers GitHub's 406 "too large", so the App must page the files listing.
     pub fn set_diff_too_large(&self, number: u64) {
         if let Some(p) = self.st().pulls.get_mut(&number) {
@@ -235,36 +219,20 @@ impl FakeRepo {
         }
     }
 
-    /// A completed workflow run of `workflow_path` on `head_sha` and its artifact `artifact_name`.
-    pub fn add_workflow_run(
-        &self,
-        run_id: u64,
-        head_sha: &str,
-        workflow_path: &str,
-        artifact_name: &str,
-        artifact: ArtifactState,
-    ) {
+    /// Workflow run `run_id`'s artifact `artifact_name`, served by its artifacts listing and
+    /// download (the run itself — workflow, head sha — is what the test's `workflow_run`
+    /// webhook says).
+    pub fn add_workflow_run(&self, run_id: u64, artifact_name: &str, artifact: ArtifactState) {
         let mut st = self.st();
         let artifact_id = st.id();
         st.runs.insert(
             run_id,
             RunState {
-                head_sha: head_sha.to_owned(),
-                workflow_path: workflow_path.to_owned(),
                 artifact_name: artifact_name.to_owned(),
                 artifact,
                 artifact_id,
             },
         );
-    }
-
-    /// The artifact id of run `run_id`'s evidence artifact.
-    pub fn artifact_id(&self, run_id: u64) -> Option<u64> {
-        self.st().runs.get(&run_id).map(|r| r.artifact_id)
-    }
-
-    pub fn workflow_path(&self, run_id: u64) -> Option<String> {
-        self.st().runs.get(&run_id).map(|r| r.workflow_path.clone())
     }
 
     /// A check run that already exists on GitHub (say, from before the App's database was lost).
@@ -306,23 +274,31 @@ impl FakeRepo {
     /// A zip of `dir`'s files, as `actions/upload-artifact` makes it (paths relative to `dir`,
     /// deflated, no directory entries).
     pub fn zip_dir(dir: &Path) -> Vec<u8> {
-        fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) {
-            let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
-            entries.sort();
-            for p in entries {
+        Self::zip_dirs(&[(dir, "")])
+    }
+
+    /// [`zip_dir`](Self::zip_dir) of several directories as one tree: the files under each
+    /// `(dir, prefix)` are named `prefix/<path relative to dir>` (no prefix for `""`), in path order.
+    pub fn zip_dirs(dirs: &[(&Path, &str)]) -> Vec<u8> {
+        fn walk(root: &Path, dir: &Path, prefix: &Path, out: &mut Vec<(PathBuf, PathBuf)>) {
+            for e in std::fs::read_dir(dir).unwrap() {
+                let p = e.unwrap().path();
                 if p.is_dir() {
-                    walk(root, &p, out);
+                    walk(root, &p, prefix, out);
                 } else {
-                    let rel = p.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
-                    out.push((rel, p));
+                    out.push((prefix.join(p.strip_prefix(root).unwrap()), p));
                 }
             }
         }
         let mut files = Vec::new();
-        walk(dir, dir, &mut files);
+        for (dir, prefix) in dirs {
+            walk(dir, dir, Path::new(prefix), &mut files);
+        }
+        // Path order compares component by component: the order of one tree walked sorted.
+        files.sort();
         let owned: Vec<(String, Vec<u8>)> = files
             .into_iter()
-            .map(|(name, path)| (name, std::fs::read(path).unwrap()))
+            .map(|(name, path)| (name.to_string_lossy().replace('\\', "/"), std::fs::read(path).unwrap()))
             .collect();
         let entries: Vec<(&str, &[u8])> = owned.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
         Self::zip_entries(&entries)
@@ -405,11 +381,6 @@ impl FakeRepo {
             .iter()
             .filter(|(lm, lt, _)| *lm == m && lt == template)
             .count()
-    }
-
-    /// Every request to this repository: `METHOD /path?query`.
-    pub fn requests(&self) -> Vec<String> {
-        self.st().log.iter().map(|(m, _, p)| format!("{m} {p}")).collect()
     }
 
     // ---- serving --------------------------------------------------------------------------

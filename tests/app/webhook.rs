@@ -1,5 +1,5 @@
 //! `POST /webhook` through the real router on 127.0.0.1:0, with real payloads from
-//! `../shared/github/webhooks/` signed like GitHub signs them, and a real SQLite store.
+//! `tests/fixtures/github/webhooks/` signed like GitHub signs them, and a real SQLite store.
 
 use flakegate::server::signature::sign;
 use flakegate::server::{router, AppState};
@@ -12,12 +12,12 @@ const SECRET: &str = "test-webhook-secret";
 const ROTATED: &str = "test-webhook-secret-next";
 
 fn payload(name: &str) -> Vec<u8> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/github/webhooks");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/github/webhooks");
     let path = dir.join(format!("{name}.json"));
     std::fs::read(&path).unwrap_or_else(|e| {
         panic!(
-            "webhook payload {} is missing ({e}): these tests read the shared GitHub samples from \
-             ../shared/github/webhooks/ beside the checkout",
+            "webhook payload {} is missing ({e}): these tests read GitHub's sample payloads from \
+             tests/fixtures/github/webhooks/",
             path.display()
         )
     })

@@ -1,7 +1,7 @@
-//! The store's contract, run on SQLite (a temp file) and on a real PostgreSQL
-//! (`FLAKEGATE_TEST_POSTGRES`, default `postgres://postgres@127.0.0.1:5432/test`).
-//! The PostgreSQL cases fail, never skip, when the server is missing. Each PostgreSQL case
-//! works in a schema of its own so cases run in parallel.
+//! The store's contract, run on SQLite (a temp file) and on a real PostgreSQL: the server
+//! `FLAKEGATE_TEST_POSTGRES` names, else a throwaway one this test process starts
+//! (`support::postgres`). The PostgreSQL cases fail, never skip, when neither can be had. Each
+//! PostgreSQL case works in a schema of its own so cases run in parallel.
 
 use chrono::{DateTime, Duration as Span, TimeZone as _, Utc};
 use flakegate::store::{
@@ -58,13 +58,12 @@ impl Db {
     }
 
     async fn postgres(case: &str) -> Db {
-        let url = std::env::var("FLAKEGATE_TEST_POSTGRES")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+        let url = crate::support::postgres::url();
         let schema = format!("t_{case}_{}", std::process::id());
         let mut conn = sqlx::PgConnection::connect(&url).await.unwrap_or_else(|e| {
             panic!(
                 "PostgreSQL is required for the store contract tests and is not reachable at {url}: {e}. \
-                 Start it (see .ci/run) or set FLAKEGATE_TEST_POSTGRES."
+                 Start it, or unset FLAKEGATE_TEST_POSTGRES for a throwaway one."
             )
         });
         sqlx::raw_sql(&format!(

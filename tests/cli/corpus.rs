@@ -11,9 +11,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-#[path = "support/tree.rs"]
-mod tree;
-use tree::copy_dir;
+use crate::support::copy_dir;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

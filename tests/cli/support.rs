@@ -1,5 +1,4 @@
-//! File-tree helpers shared by the test binaries (no network, no fake GitHub: binaries that
-//! need only these include this file alone with `#[path = "support/tree.rs"] mod tree;`).
+//! Helpers shared by the command-line tests.
 
 use std::path::Path;
 

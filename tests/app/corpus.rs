@@ -3,18 +3,16 @@
 //! and at the head (as the entry's commit leaves it), and a completed run of the evidence
 //! workflow whose artifact is the entry's evidence plus the base probe. The webhooks go through
 //! the real router, store and worker; the verdict and reason codes the App publishes must be the
-//! ones `flakegate check --base` gives (`tests/corpus.rs`) — the library and the App agree.
+//! ones `flakegate check --base` gives (`tests/cli/corpus.rs`) — the library and the App agree.
 
-mod support;
-
+use crate::support::app_harness::*;
+use crate::support::fake_repo::{ArtifactState, FakeRepo};
 use chrono::NaiveDate;
 use flakegate::store::RetryPolicy;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
-use support::app_harness::*;
-use support::fake_repo::{ArtifactState, FakeRepo};
 
 const PR: u64 = 7;
 const RUN_ID: u64 = 4_200_001;
@@ -51,12 +49,15 @@ fn entries() -> Vec<Entry> {
 }
 
 /// The head tree's ledger: the project's with the entry's patch applied (by git, to the
-/// project copied into a scratch dir), or `None` when the patch deletes it.
+/// project's ledger written into a scratch dir; the patch's other files are left out), or
+/// `None` when the patch deletes it.
 fn head_ledger(e: &Entry) -> Option<Vec<u8>> {
     let t = tempfile::tempdir().unwrap();
-    copy_dir(&fixtures().join("project"), t.path());
+    let ledger = t.path().join(LEDGER_PATH);
+    std::fs::create_dir_all(ledger.parent().unwrap()).unwrap();
+    std::fs::write(&ledger, base_ledger()).unwrap();
     let out = Command::new("git")
-        .args(["apply", "--unsafe-paths"])
+        .args(["apply", "--unsafe-paths", &format!("--include={LEDGER_PATH}")])
         .arg(e.dir.join("diff.patch"))
         .current_dir(t.path())
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
@@ -68,14 +69,7 @@ fn head_ledger(e: &Entry) -> Option<Vec<u8>> {
         e.name,
         String::from_utf8_lossy(&out.stderr)
     );
-    std::fs::read(t.path().join(LEDGER_PATH)).ok()
-}
-
-fn evidence_zip(dir: &Path) -> Vec<u8> {
-    let tmp = tempfile::tempdir().unwrap();
-    copy_dir(&dir.join("evidence"), tmp.path());
-    copy_dir(&fixtures().join("probe/reportlog"), &tmp.path().join("probe"));
-    FakeRepo::zip_dir(tmp.path())
+    std::fs::read(ledger).ok()
 }
 
 /// The evidence record: the check run's `text` holds it in a fenced json block.
@@ -114,13 +108,7 @@ async fn every_corpus_entry_gets_its_verdict_from_the_app() {
         }
         let diff = std::fs::read_to_string(e.dir.join("diff.patch")).unwrap();
         repo.add_pull(PR, &e.base, &e.head, &diff);
-        repo.add_workflow_run(
-            RUN_ID,
-            &e.head,
-            WORKFLOW,
-            ARTIFACT,
-            ArtifactState::Zip(evidence_zip(&e.dir)),
-        );
+        repo.add_workflow_run(RUN_ID, ARTIFACT, ArtifactState::Zip(evidence_zip(&e.dir, true)));
 
         app.deliver("pull_request", &pull_request_event("opened", PR, &e.base, &e.head))
             .await;
@@ -212,13 +200,7 @@ async fn evidence_for_another_commit_names_the_workflow_from_the_payload() {
     let diff = std::fs::read_to_string(e.dir.join("diff.patch")).unwrap();
     repo.add_pull(PR, &e.base, head, &diff);
     let workflow = ".github/workflows/ci.yml";
-    repo.add_workflow_run(
-        RUN_ID,
-        head,
-        workflow,
-        ARTIFACT,
-        ArtifactState::Zip(evidence_zip(&e.dir)),
-    );
+    repo.add_workflow_run(RUN_ID, ARTIFACT, ArtifactState::Zip(evidence_zip(&e.dir, true)));
     app.deliver(
         "workflow_run",
         &workflow_run_completed(RUN_ID, head, workflow, &[(PR, e.base.as_str())]),

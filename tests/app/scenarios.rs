@@ -4,17 +4,15 @@
 //! authenticates every request and validates every body against GitHub's OpenAPI subset.
 //! Fixture shas are read from the fixtures at test time.
 
-mod support;
-
+use crate::support::app_harness::{
+    case, check_run_event, check_suite_rerequested, pull_request_event, stage_case, workflow_run_completed, App, Case,
+    ARTIFACT, CONFIG_PATH, LEDGER_PATH, NAME, OWNER, WORKFLOW,
+};
+use crate::support::fake_repo::{op, ArtifactState, CheckRunState, CommentState, FakeRepo};
 use flakegate::store::{JobState, RetryPolicy};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
-use support::app_harness::{
-    case, check_run_event, check_suite_rerequested, pull_request_event, stage_case, workflow_run_completed, App, Case,
-    ARTIFACT, CONFIG_PATH, LEDGER_PATH, NAME, OWNER, WORKFLOW,
-};
-use support::fake_repo::{op, ArtifactState, CheckRunState, CommentState, FakeRepo};
 
 const MARKER: &str = flakegate::publish::COMMENT_MARKER;
 
@@ -278,7 +276,7 @@ async fn expired_artifact_completes_inconclusive_asking_for_a_rerun() {
     let (app, repo) = start().await;
     let c = case("some_frozen");
     stage_case(&repo, 3, &c, 1);
-    repo.add_workflow_run(1, &c.head_sha, WORKFLOW, ARTIFACT, ArtifactState::Expired);
+    repo.add_workflow_run(1, ARTIFACT, ArtifactState::Expired);
     open_then_evidence(&app, 3, &c, 1).await;
     let check = the_check(&repo, &c.head_sha);
     assert_inconclusive_saying(&check, &["expired", "re-run", ARTIFACT]);
@@ -303,7 +301,7 @@ async fn missing_artifact_waits_for_evidence_or_fails_the_named_workflow() {
     let (app, repo) = start().await;
     let c = case("some_frozen");
     stage_case(&repo, 3, &c, 1);
-    repo.add_workflow_run(1, &c.head_sha, WORKFLOW, ARTIFACT, ArtifactState::Missing);
+    repo.add_workflow_run(1, ARTIFACT, ArtifactState::Missing);
     // No config: any workflow may bring evidence, so a run without it (lint, docs…) is ignored…
     open_then_evidence(&app, 3, &c, 1).await;
     assert_eq!(the_check(&repo, &c.head_sha).status, "queued");
@@ -321,7 +319,7 @@ async fn missing_artifact_waits_for_evidence_or_fails_the_named_workflow() {
     let config = format!("evidence:\n  workflows: [flakegate-evidence.yml]\n  artifact: {ARTIFACT}\n");
     repo.put_file(&c2.base_sha, CONFIG_PATH, config.as_bytes());
     stage_case(&repo, 4, &c2, 2);
-    repo.add_workflow_run(2, &c2.head_sha, WORKFLOW, ARTIFACT, ArtifactState::Missing);
+    repo.add_workflow_run(2, ARTIFACT, ArtifactState::Missing);
     open_then_evidence(&app, 4, &c2, 2).await;
     assert_inconclusive_saying(
         &the_check(&repo, &c2.head_sha),
@@ -339,14 +337,14 @@ async fn zip_bomb_and_unsafe_entries_are_rejected_inconclusive() {
     let zeros = vec![0u8; 32 << 20];
     let meta = std::fs::read(c.dir.join("evidence/meta.json")).unwrap();
     let bomb = FakeRepo::zip_entries(&[("meta.json", &meta), ("results/huge.jsonl", &zeros)]);
-    repo.add_workflow_run(1, &c.head_sha, WORKFLOW, ARTIFACT, ArtifactState::Zip(bomb));
+    repo.add_workflow_run(1, ARTIFACT, ArtifactState::Zip(bomb));
     open_then_evidence(&app, 3, &c, 1).await;
     assert_inconclusive_saying(&the_check(&repo, &c.head_sha), &["results/huge.jsonl", "zip bomb"]);
 
     let c2 = case("all_stable");
     stage_case(&repo, 4, &c2, 2);
     let evil = FakeRepo::zip_entries(&[("meta.json", &meta), ("../../outside.txt", b"x")]);
-    repo.add_workflow_run(2, &c2.head_sha, WORKFLOW, ARTIFACT, ArtifactState::Zip(evil));
+    repo.add_workflow_run(2, ARTIFACT, ArtifactState::Zip(evil));
     open_then_evidence(&app, 4, &c2, 2).await;
     assert_inconclusive_saying(&the_check(&repo, &c2.head_sha), &["../../outside.txt", "unsafe name"]);
     assert!(!app.dir.path().join("outside.txt").exists());
@@ -402,13 +400,7 @@ async fn too_large_diff_falls_back_to_the_files_listing_with_the_same_verdict() 
 /// frozen_only's evidence without the probe: only the ledger freezes its one witness.
 fn stage_without_probe(repo: &FakeRepo, pr: u64, c: &Case, run_id: u64) {
     repo.add_pull(pr, &c.base_sha, &c.head_sha, &c.diff);
-    repo.add_workflow_run(
-        run_id,
-        &c.head_sha,
-        WORKFLOW,
-        ARTIFACT,
-        ArtifactState::Zip(c.evidence_zip(false)),
-    );
+    repo.add_workflow_run(run_id, ARTIFACT, ArtifactState::Zip(c.evidence_zip(false)));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -655,7 +647,7 @@ async fn rerequests_judge_the_latest_run_again_and_the_button_reruns_it() {
     let c = case("some_frozen");
     stage_case(&repo, 3, &c, 2);
     // Run 1's artifact expired; run 2 (a re-run) brought fresh evidence.
-    repo.add_workflow_run(1, &c.head_sha, WORKFLOW, ARTIFACT, ArtifactState::Expired);
+    repo.add_workflow_run(1, ARTIFACT, ArtifactState::Expired);
     open_then_evidence(&app, 3, &c, 1).await;
     assert_inconclusive_saying(&the_check(&repo, &c.head_sha), &["expired"]);
     app.deliver(

@@ -1,6 +1,6 @@
 //! A fake GitHub for tests: wiremock on 127.0.0.1 serving the App JWT → installation-token flow
 //! (test-only RSA key generated at start, JWT `iss` and RS256 signature verified), with every
-//! API request checked against `../shared/github/openapi-subset.json`: the operation must exist,
+//! API request checked against `tests/fixtures/github/openapi-subset.json`: the operation must exist,
 //! query parameters must be declared, the JSON body must validate against the operation's
 //! `requestBody` schema, and the installation token must be one the fake issued. Requests that
 //! match no mock, and any violation, fail the test in [`FakeGithub::verify`].
@@ -24,7 +24,7 @@ pub const APP_ID: u64 = 4242;
 fn openapi() -> &'static Value {
     static DOC: OnceLock<Value> = OnceLock::new();
     DOC.get_or_init(|| {
-        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/github/openapi-subset.json");
+        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/github/openapi-subset.json");
         let text = std::fs::read_to_string(&p)
             .unwrap_or_else(|e| panic!("fake GitHub needs {} (GitHub's OpenAPI subset): {e}", p.display()));
         serde_json::from_str(&text).expect("openapi-subset.json is JSON")

@@ -1,18 +1,16 @@
-//! The App end to end, offline: signed webhooks from `../shared/github/webhooks/` posted to the
+//! The App end to end, offline: signed webhooks from `tests/fixtures/github/webhooks/` posted to the
 //! real router on 127.0.0.1, the real SQLite store in a temp dir, the real worker and GitHub
-//! client against the fake GitHub (`tests/support/fake_github.rs`), which checks every request
+//! client against the fake GitHub (`support::fake_github`), which checks every request
 //! body against GitHub's OpenAPI subset. The clock is injected: no wall clock, no sleeps.
 
-mod support;
-
+use crate::support::app_harness::{case, manifest, patch_repo, repo_path, sample, App, NAME, OWNER};
+use crate::support::fake_repo::FakeRepo;
 use flakegate::store::{JobState, RetryPolicy};
 use flakegate::worker::EVIDENCE_TIMEOUT_EVENT;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-use support::app_harness::{case, manifest, patch_repo, repo_path, sample, App, NAME, OWNER};
-use support::fake_repo::FakeRepo;
 use wiremock::ResponseTemplate;
 
 const PR: u64 = 2;
@@ -57,7 +55,7 @@ fn pull_request_synchronize(head: &str) -> Value {
 }
 
 fn check_run_event(action: &str) -> Value {
-    support::app_harness::check_run_event(action, head(), (action == "requested_action").then_some("rerun"))
+    crate::support::app_harness::check_run_event(action, head(), (action == "requested_action").then_some("rerun"))
 }
 
 fn workflow_run_completed() -> Value {
@@ -136,7 +134,7 @@ impl Mocks for App {
             "encoding": "base64",
             "name": "flake-ledger.json",
             "path": ".github/flake-ledger.json",
-            "content": support::fake_repo::base64(&ledger),
+            "content": crate::support::fake_repo::base64(&ledger),
         });
         // Read twice per evaluation: at the base (the ledger in force) and at the
         // head (only to report the patch's own edits; here it has none).

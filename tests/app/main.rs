@@ -1,0 +1,14 @@
+//! The GitHub App end to end, offline: signed webhooks into the real router, the real store
+//! (SQLite in a temp dir, and PostgreSQL for the store contract), the real worker and GitHub
+//! client against a fake GitHub that checks every request against GitHub's OpenAPI subset
+//! (`tests/fixtures/github/`), and the deployment files. One test binary: each file here is a
+//! module; `support` holds the fakes and the harness.
+
+mod corpus;
+mod deploy;
+mod end_to_end;
+mod github_client;
+mod scenarios;
+mod store;
+mod support;
+mod webhook;

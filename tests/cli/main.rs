@@ -1,0 +1,11 @@
+//! The command line end to end: the `flakegate` binary run on the real fixtures under
+//! `tests/fixtures/` (evidence, git checkouts, live pytest probes), its output and exit status
+//! checked. One test binary: each file here is a module.
+
+mod bad_input;
+mod check;
+mod corpus;
+mod git_base;
+mod ledger_edit;
+mod probe;
+mod support;
