@@ -18,6 +18,7 @@ use chrono::Utc;
 use secrecy::SecretString;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Webhook delivery counters, shown on `/metrics`.
 #[derive(Debug, Default)]
@@ -50,6 +51,48 @@ impl Metrics {
     }
 }
 
+/// What an unauthenticated client can make the server hold: the body of a webhook is
+/// read before its signature can be checked.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Largest body accepted, by `Content-Length`, before reading it (at most `u32::MAX`).
+    pub max_body: usize,
+    /// Bytes of webhook bodies being read or handled at once, over all connections.
+    pub budget: Arc<tokio::sync::Semaphore>,
+    /// A body must arrive within this long.
+    pub body_timeout: Duration,
+    /// A request's headers must arrive within this long (slow-header connections are closed).
+    pub header_timeout: Duration,
+}
+
+/// Bytes of webhook bodies in flight at once by default: a few of GitHub's largest.
+pub const DEFAULT_BODY_BUDGET: usize = 64 * 1024 * 1024;
+
+impl Limits {
+    pub fn new(max_body: usize, budget: usize, body_timeout: Duration, header_timeout: Duration) -> Self {
+        let max_body = max_body.min(u32::MAX as usize);
+        Limits {
+            max_body,
+            budget: Arc::new(tokio::sync::Semaphore::new(
+                budget.min(tokio::sync::Semaphore::MAX_PERMITS),
+            )),
+            body_timeout,
+            header_timeout,
+        }
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits::new(
+            webhook::MAX_BODY,
+            DEFAULT_BODY_BUDGET,
+            Duration::from_secs(10),
+            Duration::from_secs(10),
+        )
+    }
+}
+
 /// What the handlers share.
 #[derive(Clone)]
 pub struct AppState {
@@ -58,6 +101,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Time stamps for new jobs; tests inject a fixed clock.
     pub clock: Clock,
+    /// Bounds on what reading webhook bodies may cost.
+    pub limits: Limits,
 }
 
 impl AppState {
@@ -67,6 +112,7 @@ impl AppState {
             secrets: secrets.into(),
             metrics: Arc::default(),
             clock: Arc::new(Utc::now),
+            limits: Limits::default(),
         }
     }
 }
@@ -86,7 +132,7 @@ pub fn router(state: AppState) -> Router {
         .route("/webhook", post(webhook::handle))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
-        .layer(DefaultBodyLimit::max(webhook::MAX_BODY))
+        .layer(DefaultBodyLimit::max(state.limits.max_body))
         .with_state(state)
 }
 
@@ -117,14 +163,48 @@ pub async fn serve_on(
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
     let worker = worker.map(|w| tokio::spawn(w(shutdown.clone())));
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown.triggered())
-        .await
-        .context("serving HTTP")?;
+    serve_http(listener, state, shutdown).await;
     if let Some(w) = worker {
         w.await.context("the worker panicked")?.context("the worker failed")?;
     }
     Ok(())
+}
+
+/// Accept HTTP/1.1 connections until `shutdown`, then let those in flight finish. Unlike
+/// `axum::serve`, headers must arrive within `limits.header_timeout` (hyper's
+/// `header_read_timeout`), so a slow-header client holds a socket only that long.
+async fn serve_http(listener: tokio::net::TcpListener, state: AppState, shutdown: Shutdown) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let header_timeout = state.limits.header_timeout;
+    let app = router(state);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let stop = shutdown.triggered();
+    tokio::pin!(stop);
+    loop {
+        let (stream, _peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(c) => c,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait a moment rather than spin.
+                    tracing::warn!("accepting a connection failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = &mut stop => break,
+        };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let mut http = hyper::server::conn::http1::Builder::new();
+        http.timer(TokioTimer::new()).header_read_timeout(header_timeout);
+        let conn = http.serve_connection(TokioIo::new(stream), service);
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!("connection ended: {e}");
+            }
+        });
+    }
+    graceful.shutdown().await;
 }
 
 /// Bind `config.listen` and serve until SIGTERM or SIGINT.

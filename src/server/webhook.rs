@@ -1,13 +1,18 @@
 //! `POST /webhook`: signature over the raw body first, then which deliveries become jobs.
 //! Nothing here calls GitHub: a delivery is stored and answered at once.
+//!
+//! Before the signature can be checked the body must be read, so reading it is bounded:
+//! a `Content-Length` is required and over [`MAX_BODY`] is refused before a byte is read,
+//! all bodies being read at once share one byte budget (a delivery that would exceed it
+//! is turned away with 503 at once instead of waiting), and a body must arrive within
+//! the body timeout. `/healthz` and `/metrics` read no body and are never held up.
 
 use super::AppState;
 use crate::github::event::{Event, EventError};
 use crate::store::{NewDelivery, Recorded};
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use std::sync::atomic::Ordering;
 use tracing::Instrument as _;
@@ -19,19 +24,53 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-pub(super) async fn handle(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
+/// Read the body within the limits, holding its share of the byte budget while it is
+/// handled; or the response that refuses it.
+async fn read_body(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(Bytes, tokio::sync::OwnedSemaphorePermit), Response> {
+    let limits = &state.limits;
+    let refuse = |status: StatusCode, why: &'static str| {
+        state.metrics.rejected.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(%status, "webhook body refused: {why}");
+        Err((status, why).into_response())
+    };
+    let Some(len) = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+    else {
+        return refuse(StatusCode::LENGTH_REQUIRED, "Content-Length required");
+    };
+    if len > limits.max_body as u64 {
+        return refuse(StatusCode::PAYLOAD_TOO_LARGE, "payload larger than GitHub sends");
+    }
+    // `len` ≤ max_body, which `Limits` keeps within u32.
+    let Ok(permit) = limits.budget.clone().try_acquire_many_owned(len as u32) else {
+        let mut r = refuse(StatusCode::SERVICE_UNAVAILABLE, "too many webhook bodies in flight").unwrap_err();
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        return Err(r);
+    };
+    match tokio::time::timeout(limits.body_timeout, axum::body::to_bytes(body, len as usize)).await {
+        Ok(Ok(bytes)) => Ok((bytes, permit)),
+        Ok(Err(_)) => refuse(
+            StatusCode::BAD_REQUEST,
+            "body unreadable or longer than its Content-Length",
+        ),
+        Err(_) => refuse(StatusCode::REQUEST_TIMEOUT, "body not received in time"),
+    }
+}
+
+pub(super) async fn handle(State(state): State<AppState>, request: Request) -> Response {
     let m = &state.metrics;
-    let body = match body {
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
+    let (body, _budget) = match read_body(&state, &headers, body).await {
         Ok(b) => b,
-        Err(rejection) => {
-            m.rejected.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(status = %rejection.status(), "webhook body rejected: {}", rejection.body_text());
-            return rejection.into_response();
-        }
+        Err(response) => return response,
     };
     let delivery_id = header(&headers, "x-github-delivery").unwrap_or("").to_owned();
     let event = header(&headers, "x-github-event").unwrap_or("").to_owned();

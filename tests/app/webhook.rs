@@ -274,3 +274,59 @@ async fn serve_on_runs_the_worker_and_stops_both_on_shutdown() {
     trigger.send(true).unwrap();
     server.await.unwrap().unwrap();
 }
+
+/// Sends raw request bytes and returns the status line of the answer (a hang guard,
+/// not a timing assertion: the answer must come without the body ever being sent).
+async fn raw_status(base: &str, request: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let addr = base.trim_start_matches("http://");
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(request).await.unwrap();
+    let mut buf = vec![0u8; 1024];
+    let n = tokio::time::timeout(std::time::Duration::from_secs(60), s.read(&mut buf))
+        .await
+        .expect("the server answers without waiting for the body")
+        .unwrap();
+    String::from_utf8_lossy(&buf[..n])
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn bodies_are_refused_by_their_length_before_a_byte_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("flakegate.db").display());
+    let store = Arc::new(Store::open(&url, RetryPolicy::default()).await.unwrap());
+    let mut state = AppState::new(store.clone(), vec![SecretString::from(SECRET)]);
+    // A budget of 1000 bytes in flight, so one declared 2000-byte body exceeds it.
+    state.limits = flakegate::server::Limits::new(
+        flakegate::server::webhook::MAX_BODY,
+        1000,
+        std::time::Duration::from_secs(10),
+        std::time::Duration::from_secs(10),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router(state)).await.unwrap() });
+
+    let head = |len: &str| {
+        format!(
+            "POST /webhook HTTP/1.1\r\nhost: x\r\nx-github-event: ping\r\nx-github-delivery: d\r\ncontent-type: application/json\r\n{len}\r\n"
+        )
+    };
+    // Larger than GitHub sends: 413 at once, the body never sent.
+    let big = head("content-length: 30000000\r\n");
+    assert!(raw_status(&base, big.as_bytes()).await.contains(" 413 "));
+    // More than the in-flight budget: 503 at once.
+    let over = head("content-length: 2000\r\n");
+    assert!(raw_status(&base, over.as_bytes()).await.contains(" 503 "));
+    // No length: 411.
+    let chunked = head("transfer-encoding: chunked\r\n");
+    assert!(raw_status(&base, chunked.as_bytes()).await.contains(" 411 "));
+    // /healthz still answers, and nothing was queued.
+    let resp = reqwest::get(format!("{base}/healthz")).await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    assert!(store.jobs().await.unwrap().is_empty());
+}
