@@ -142,6 +142,7 @@ fn the_corpus_is_complete() {
         "honest_refactor",
         "honest_docs",
         "honest_new_test",
+        "honest_new_test_skipif",
     ] {
         assert!(
             names.iter().any(|n| n == want),

@@ -43,9 +43,48 @@ const WEAKENING_ADDED: &[(&[&str], &str)] = &[
             "pytest.importorskip(",
             ".skipTest(",
         ],
-        "adds a skip or xfail",
+        MARKERS,
     ),
 ];
+
+const MARKERS: &str = "adds a skip or xfail";
+
+/// Does the added marker line `l` apply only to tests the patch adds: a decorator
+/// of a new `def test…` (or of a class the patch adds), or a call inside a new test.
+fn marks_new_test(
+    fc: &FileChange,
+    view: &[NewLine<'_>],
+    l: &AddedLine,
+    new_defs: &HashSet<&str>,
+    new_test: &dyn Fn(&Scope) -> bool,
+) -> bool {
+    if !code_part(&l.text).trim_start().starts_with('@') {
+        return new_test(&l.scope);
+    }
+    // The decorated definition: the first `def`/`class` line below, the lines between contiguous.
+    let Some(i) = view.iter().position(|v| v.line == l.line) else {
+        return false;
+    };
+    let mut prev = l.line;
+    for v in &view[i + 1..] {
+        if v.line != prev + 1 {
+            return false;
+        }
+        prev = v.line;
+        let Some(name) = crate::gate::patch::scope::block_name(code_part(v.text)) else {
+            continue;
+        };
+        if !v.added {
+            return false;
+        }
+        if test_def_name(v.text).is_some() {
+            return fc.status == FileStatus::Added || new_defs.contains(name);
+        }
+        // A class may hold existing tests moved into it: only a class of a new file is new.
+        return fc.status == FileStatus::Added;
+    }
+    false
+}
 
 fn code_part(text: &str) -> &str {
     // Good enough for the signals: cut at a `#` that is not inside quotes.
@@ -267,10 +306,13 @@ pub fn weakenings(patch: &Patch) -> Vec<Weakening> {
         let new_defs: HashSet<&str> = added_defs.difference(&removed_defs).copied().collect();
         let removed_index = RemovedIndex::new(fc);
         let new_test = |scope: &Scope| new_file || test_of(scope).is_some_and(|t| new_defs.contains(&t));
+        let view = new_side(fc);
         for l in &fc.added {
             let code = code_part(&l.text);
             for (needles, what) in WEAKENING_ADDED {
-                if needles.iter().any(|n| code.contains(n)) {
+                // A marker on a test the patch adds weakens nothing: that test was never evidence.
+                let on_new_test = *what == MARKERS && marks_new_test(fc, &view, l, &new_defs, &new_test);
+                if !on_new_test && needles.iter().any(|n| code.contains(n)) {
                     out.push(Weakening {
                         location: at(l.line),
                         what: format!("{what}: `{}`", l.text.trim()),
@@ -890,6 +932,46 @@ index a066abc..6b4fbb3 100644
         // A body the diff does not show to its end (the hunk stops in it): not judged.
         let cut = "diff --git a/tests/test_x.py b/tests/test_x.py\n--- a/tests/test_x.py\n+++ b/tests/test_x.py\n@@ -1,2 +1,4 @@\n+def test_new():\n+    x = f()\n     y = 2\n     z = 3\n";
         assert!(whats_of(cut).is_empty(), "{:?}", whats_of(cut));
+    }
+
+    #[test]
+    fn markers_on_tests_the_patch_adds_weaken_nothing() {
+        let diff = |hunk: &str| {
+            let (old, new) = hunk.lines().fold((0, 0), |(o, n), l| match l.as_bytes().first() {
+                Some(b'+') => (o, n + 1),
+                Some(b'-') => (o + 1, n),
+                _ => (o + 1, n + 1),
+            });
+            format!("diff --git a/tests/test_x.py b/tests/test_x.py\n--- a/tests/test_x.py\n+++ b/tests/test_x.py\n@@ -1,{old} +1,{new} @@\n{hunk}")
+        };
+        let quiet = [
+            // A new test skipped below a Python version, beside an existing one.
+            " def test_old():\n     assert f(1) == 1\n+\n+\n+@pytest.mark.skipif(sys.version_info < (3, 11), reason=\"needs 3.11\")\n+def test_new():\n+    assert f(2) == 2\n",
+            // A multi-line marker, stacked with another decorator.
+            " def test_old():\n     assert f(1) == 1\n+\n+\n+@pytest.mark.xfail(\n+    reason=\"not yet\",\n+)\n+@pytest.mark.parametrize(\"x\", [1, 2])\n+def test_new(x):\n+    assert f(x) == x\n",
+            // A skip call inside a new test.
+            " def test_old():\n     assert f(1) == 1\n+\n+\n+def test_new():\n+    if not HAVE_X:\n+        pytest.skip(\"no x\")\n+    assert f(2) == 2\n",
+        ];
+        for d in quiet {
+            assert_eq!(whats_of(&diff(d)), Vec::<String>::new(), "{d}");
+        }
+        let flagged = [
+            // A marker on an existing test.
+            "+@pytest.mark.skipif(sys.version_info < (3, 11), reason=\"x\")\n def test_old():\n     assert f(1) == 1\n",
+            // An existing test moved and marked: not new.
+            "-def test_old():\n-    assert f(1) == 1\n+@pytest.mark.skip\n+def test_old():\n+    assert f(1) == 1\n",
+            // A skip call inside an existing test.
+            " def test_old():\n+    pytest.skip(\"later\")\n     assert f(1) == 1\n",
+            // A new class in an existing file may hold moved tests.
+            "-def test_old():\n-    assert f(1) == 1\n+@pytest.mark.skip\n+class TestNew:\n+    def test_old(self):\n+        assert f(1) == 1\n",
+        ];
+        for d in flagged {
+            let got = whats_of(&diff(d));
+            assert!(
+                got.iter().any(|w| w.starts_with("adds a skip or xfail")),
+                "{d}: {got:?}"
+            );
+        }
     }
 
     #[test]
