@@ -592,7 +592,7 @@ mod tests {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
     }
 
-    /// Run the real gate on a committed fixture case, as `tests/check.rs` does.
+    /// Run the real gate on a committed fixture case, as `tests/cli/check.rs` does.
     fn case_with(name: &str, config: &Config) -> Report {
         report_of(&fixtures().join("cases").join(name), config)
     }
