@@ -579,6 +579,60 @@ pub fn comment_changed(old: &str, new: &str) -> bool {
     norm(old) != norm(new)
 }
 
+/// One pull request's line in the table of a head several open pull requests share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SharedHeadLine<'a> {
+    pub pr: u64,
+    /// The base branch (a ref name: may hold backticks or `<`, never newlines).
+    pub base_ref: &'a str,
+    pub base_sha: &'a str,
+    pub verdict: &'a str,
+}
+
+/// `s` as an inline code span that nothing inside can end (a fence longer than any backtick
+/// run in it), control characters replaced, at most 100 characters.
+fn code_span(s: &str) -> String {
+    let clean: String = s
+        .chars()
+        .take(100)
+        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+        .collect();
+    let longest = clean.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    // A space on each side keeps a leading or trailing backtick apart from the fence.
+    format!("{fence} {clean} {fence}")
+}
+
+/// The check run of a head that several open pull requests share: `decisive`'s fields (the
+/// worst verdict among them, which the check run shows), with every pull request's verdict
+/// and base listed first. One pull request: `fields` unchanged.
+pub fn shared_head(mut fields: CheckRunFields, lines: &[SharedHeadLine<'_>], decisive: u64) -> CheckRunFields {
+    if lines.len() <= 1 {
+        return fields;
+    }
+    let mut table = format!(
+        "**{} open pull requests share this head commit.** The check shows the worst of their verdicts, that of \
+         #{decisive}; each pull request's comment is about that pull request only.\n\n\
+         | pull request | base | verdict |\n| --- | --- | --- |\n",
+        lines.len()
+    );
+    for l in lines {
+        let short: String = l.base_sha.chars().take(12).collect();
+        table.push_str(&format!(
+            "| #{} | {} {} | {} |\n",
+            l.pr,
+            code_span(l.base_ref),
+            code_span(&short),
+            code_span(l.verdict)
+        ));
+    }
+    table.push('\n');
+    if let Some(out) = &mut fields.output {
+        out.summary = render::truncate(&format!("{table}{}", out.summary), OUTPUT_MAX_CHARS);
+    }
+    fields
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -419,8 +419,10 @@ impl InstallationClient {
 
     // ---- check runs ------------------------------------------------------------------------
 
-    /// The check run `name` on `head_sha` with `external_id`, if one exists (so publishing after a
-    /// crash or retry updates it instead of adding another).
+    /// The newest check run `name` on `head_sha` with `external_id` made by this App, if one
+    /// exists (so publishing after a crash or retry updates it instead of adding another).
+    /// A check run of that name made by anyone else — a workflow with `checks: write` can make
+    /// one, green — is never ours to update.
     pub async fn find_check_run(
         &self,
         repo: &RepoName,
@@ -439,14 +441,18 @@ impl InstallationClient {
                 serde_json::from_value::<CheckRunListRaw>(v).ok().map(|l| l.check_runs)
             })
             .await?;
+        let mut found = None;
         for v in all {
             let run: CheckRun =
                 serde_json::from_value(v).map_err(|e| GithubError::fatal(format!("list check runs: {e}")))?;
-            if run.name == name && run.external_id.as_deref() == Some(external_id) {
-                return Ok(Some(run));
+            if run.name == name && run.external_id.as_deref() == Some(external_id) && run.made_by(self.app_id) {
+                // GitHub lists the newest first; keep the highest id to be sure.
+                if found.as_ref().is_none_or(|f: &CheckRun| run.id > f.id) {
+                    found = Some(run);
+                }
             }
         }
-        Ok(None)
+        Ok(found)
     }
 
     /// Create the check run; annotations beyond the first 50 are appended by further updates.
@@ -491,22 +497,6 @@ impl InstallationClient {
             .await?;
         self.append_annotations(repo, id, fields, &batches[1..]).await?;
         Ok(run)
-    }
-
-    /// Find (by name + external id) and update, or create: the idempotent publish.
-    pub async fn upsert_check_run(
-        &self,
-        repo: &RepoName,
-        head_sha: &CommitSha,
-        fields: &CheckRunFields,
-    ) -> Result<CheckRun, GithubError> {
-        match self
-            .find_check_run(repo, head_sha, &fields.name, &fields.external_id)
-            .await?
-        {
-            Some(run) => self.update_check_run(repo, run.id, fields).await,
-            None => self.create_check_run(repo, head_sha, fields).await,
-        }
     }
 
     async fn append_annotations(

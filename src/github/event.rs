@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Repository {
     pub full_name: String,
+    /// GitHub's id of the repository: a workflow run's pull requests name their base
+    /// repository by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
 }
 
 /// The App installation a delivery is for (absent in some sample payloads; the worker
@@ -33,12 +37,16 @@ pub struct Envelope {
     pub installation: Option<Installation>,
 }
 
-/// `pull_request` opened, synchronize, reopened or ready_for_review: a new head to judge.
+/// `pull_request` opened, synchronize, reopened or ready_for_review: a new head to judge;
+/// `edited` with `changes.base`: the same head against another base.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct PullRequestEvent {
     #[serde(default)]
     pub number: Option<u64>,
     pub pull_request: PullRequestPayload,
+    /// What an `edited` delivery changed; only `base` matters here.
+    #[serde(default)]
+    pub changes: Option<PullRequestChanges>,
     #[serde(flatten)]
     pub envelope: Envelope,
 }
@@ -49,6 +57,13 @@ pub struct PullRequestPayload {
     pub number: Option<u64>,
     pub head: ShaRef,
     pub base: ShaRef,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PullRequestChanges {
+    /// Present when the pull request was retargeted (GitHub sends the old `ref` and `sha`).
+    #[serde(default)]
+    pub base: Option<serde_json::Value>,
 }
 
 impl PullRequestEvent {
@@ -78,6 +93,8 @@ pub struct WorkflowRun {
 }
 
 /// A pull request a workflow run lists; entries GitHub leaves incomplete are skipped.
+/// Its number is only meaningful in its base repository, which may be another one (a
+/// fork's own pull requests are listed too).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct RunPullRequest {
     #[serde(default)]
@@ -85,7 +102,27 @@ pub struct RunPullRequest {
     #[serde(default)]
     pub head: Option<ShaRef>,
     #[serde(default)]
-    pub base: Option<ShaRef>,
+    pub base: Option<RunPullRef>,
+}
+
+/// `base` (or `head`) of a workflow run's pull request: sha and the repository.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct RunPullRef {
+    pub sha: String,
+    #[serde(default)]
+    pub repo: Option<RunRepo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct RunRepo {
+    #[serde(default)]
+    pub id: Option<u64>,
+}
+
+/// The app that made a check run or check suite.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct AppOf {
+    pub id: u64,
 }
 
 /// `check_run` rerequested or requested_action.
@@ -102,6 +139,9 @@ pub struct CheckRunEvent {
 pub struct CheckRunPayload {
     #[serde(default)]
     pub name: Option<String>,
+    /// The app that made the check run: the App acts only on its own.
+    #[serde(default)]
+    pub app: Option<AppOf>,
     pub head_sha: String,
     #[serde(default)]
     pub pull_requests: Vec<NumberOnly>,
@@ -123,6 +163,8 @@ pub struct CheckSuiteEvent {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct CheckSuitePayload {
     pub head_sha: String,
+    #[serde(default)]
+    pub app: Option<AppOf>,
     #[serde(default)]
     pub pull_requests: Vec<NumberOnly>,
 }
@@ -168,6 +210,8 @@ impl RequestedAction {
 pub enum Event {
     /// A pull request got a new head (opened, synchronize, reopened, ready_for_review).
     PullRequest(PullRequestEvent),
+    /// A pull request's base was changed (`edited` with `changes.base`): judge it again.
+    PullRequestRetargeted(PullRequestEvent),
     /// A workflow run completed: maybe the evidence.
     WorkflowRunCompleted(WorkflowRunEvent),
     /// Someone asked for the check run again.
@@ -225,6 +269,7 @@ struct HeadRepo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     PullRequest,
+    PullRequestEdited,
     WorkflowRunCompleted,
     CheckRunRerequested,
     CheckRunRequestedAction,
@@ -235,6 +280,8 @@ enum Kind {
 fn kind(name: &str, action: Option<&str>) -> Option<Kind> {
     Some(match (name, action) {
         ("pull_request", Some("opened" | "synchronize" | "reopened" | "ready_for_review")) => Kind::PullRequest,
+        // Only a retarget (`changes.base`) becomes work; `parse` ignores other edits.
+        ("pull_request", Some("edited")) => Kind::PullRequestEdited,
         ("workflow_run", Some("completed")) => Kind::WorkflowRunCompleted,
         ("check_run", Some("rerequested")) => Kind::CheckRunRerequested,
         ("check_run", Some("requested_action")) => Kind::CheckRunRequestedAction,
@@ -265,6 +312,11 @@ impl Event {
         };
         let event = match kind(name, action.as_deref()) {
             Some(Kind::PullRequest) => Some(typed(|b| from(b).map(Event::PullRequest))?),
+            Some(Kind::PullRequestEdited) => {
+                let e = typed(|b| from(b).map(Event::PullRequestRetargeted))?;
+                let retargeted = matches!(&e, Event::PullRequestRetargeted(p) if p.changes.as_ref().is_some_and(|c| c.base.is_some()));
+                retargeted.then_some(e)
+            }
             Some(Kind::WorkflowRunCompleted) => Some(typed(|b| from(b).map(Event::WorkflowRunCompleted))?),
             Some(Kind::CheckRunRerequested) => Some(typed(|b| from(b).map(Event::CheckRunRerequested))?),
             Some(Kind::CheckRunRequestedAction) => Some(typed(|b| from(b).map(Event::CheckRunRequestedAction))?),
@@ -277,7 +329,7 @@ impl Event {
     /// Where the event happened.
     pub fn envelope(&self) -> &Envelope {
         match self {
-            Event::PullRequest(e) => &e.envelope,
+            Event::PullRequest(e) | Event::PullRequestRetargeted(e) => &e.envelope,
             Event::WorkflowRunCompleted(e) => &e.envelope,
             Event::CheckRunRerequested(e) | Event::CheckRunRequestedAction(e) => &e.envelope,
             Event::CheckSuiteRerequested(e) => &e.envelope,
@@ -288,7 +340,7 @@ impl Event {
     pub fn facts(&self) -> Facts {
         let first = |prs: &[NumberOnly]| prs.first().and_then(|p| p.number);
         match self {
-            Event::PullRequest(e) => Facts {
+            Event::PullRequest(e) | Event::PullRequestRetargeted(e) => Facts {
                 pr: e.number(),
                 head_sha: Some(e.pull_request.head.sha.clone()),
             },
@@ -310,11 +362,6 @@ impl Event {
                 head_sha: Some(e.check_suite.head_sha.clone()),
             },
         }
-    }
-
-    /// A new head of a pull request makes queued work for its older heads moot.
-    pub fn is_new_head(&self) -> bool {
-        matches!(self, Event::PullRequest(_))
     }
 
     /// The button pressed, for `check_run` `requested_action`.
@@ -363,6 +410,20 @@ mod tests {
                 head_sha: Some("h".into())
             }
         );
+        // An edit is work only when it changed the base.
+        let retarget = pr.replace('A', "edited").replacen(
+            '{',
+            r#"{"changes":{"base":{"ref":{"from":"evil"},"sha":{"from":"e"}}},"#,
+            1,
+        );
+        assert!(matches!(
+            parse("pull_request", &retarget).event,
+            Some(Event::PullRequestRetargeted(_))
+        ));
+        let retitled = pr
+            .replace('A', "edited")
+            .replacen('{', r#"{"changes":{"title":{"from":"t"}},"#, 1);
+        assert!(parse("pull_request", &retitled).event.is_none());
         let cr = r#"{"action":"A","check_run":{"name":"flakegate","head_sha":"h","pull_requests":[{"number":3}]},"requested_action":{"identifier":"rerun"},"repository":{"full_name":"o/r"},"installation":{"id":1}}"#;
         let e = parse("check_run", &cr.replace('A', "requested_action")).event.unwrap();
         assert_eq!(e.requested_action(), Some(RequestedAction::Rerun));

@@ -255,6 +255,30 @@ pub struct CheckRun {
     pub status: String,
     #[serde(default)]
     pub conclusion: Option<String>,
+    /// The app that made it: anyone with `checks: write` (a workflow's token too) can make a
+    /// check run named `flakegate`; only ours are ever touched.
+    #[serde(default)]
+    pub app: Option<AppRef>,
+    #[serde(default)]
+    pub output: Option<CheckRunOutputInfo>,
+}
+
+impl CheckRun {
+    /// Made by the App `app`.
+    pub fn made_by(&self, app: AppId) -> bool {
+        self.app.as_ref().is_some_and(|a| a.id == app.0)
+    }
+
+    /// Annotations GitHub holds on it (they are never removed).
+    pub fn annotations_count(&self) -> u64 {
+        self.output.as_ref().map_or(0, |o| o.annotations_count)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct CheckRunOutputInfo {
+    #[serde(default)]
+    pub annotations_count: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

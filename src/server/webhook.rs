@@ -135,14 +135,8 @@ pub(super) async fn handle(State(state): State<AppState>, request: Request) -> R
             Ok(Recorded::Inserted(job)) => {
                 m.accepted.fetch_add(1, Ordering::Relaxed);
                 tracing::info!(%job, "queued");
-                // A new head makes queued work for older heads of the same pull request moot.
-                if let (true, Some(repo), Some(pr), Some(sha)) =
-                    (accepted.is_new_head(), &delivery.repo, delivery.pr, &delivery.head_sha)
-                {
-                    if let Err(e) = state.store.supersede(repo, pr, sha).await {
-                        tracing::warn!("superseding older jobs failed: {e:#}");
-                    }
-                }
+                // Older heads are superseded by the worker once GitHub confirms the pull
+                // request's current head: deliveries can arrive out of order.
                 (StatusCode::ACCEPTED, "queued").into_response()
             }
             Ok(Recorded::Duplicate) => {

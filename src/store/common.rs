@@ -204,6 +204,95 @@ macro_rules! common_store_methods {
             Ok(())
         }
 
+        pub(super) async fn pr_verdicts(&self, repo: &str, head_sha: &str) -> anyhow::Result<Vec<PrVerdict>> {
+            let rows: Vec<(i64, String, String, String, String, String)> = sqlx::query_as::<Db, _>(sql::PR_VERDICTS)
+                .bind(repo)
+                .bind(head_sha)
+                .fetch_all(&self.pool)
+                .await?;
+            Ok(rows
+                .into_iter()
+                .map(|(pr, base_sha, base_ref, verdict, conclusion, title)| PrVerdict {
+                    pr: pr as u64,
+                    base_sha,
+                    base_ref,
+                    verdict,
+                    conclusion,
+                    title,
+                })
+                .collect())
+        }
+
+        pub(super) async fn set_pr_verdict(&self, repo: &str, head_sha: &str, v: &PrVerdict) -> anyhow::Result<()> {
+            sqlx::query::<Db>(sql::SET_PR_VERDICT)
+                .bind(repo)
+                .bind(head_sha)
+                .bind(v.pr as i64)
+                .bind(&v.base_sha)
+                .bind(&v.base_ref)
+                .bind(&v.verdict)
+                .bind(&v.conclusion)
+                .bind(&v.title)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        }
+
+        pub(super) async fn remove_pr_verdict(&self, repo: &str, head_sha: &str, pr: u64) -> anyhow::Result<()> {
+            sqlx::query::<Db>(sql::REMOVE_PR_VERDICT)
+                .bind(repo)
+                .bind(head_sha)
+                .bind(pr as i64)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        }
+
+        pub(super) async fn evidence_run(&self, repo: &str, head_sha: &str) -> anyhow::Result<Option<EvidenceRun>> {
+            let row: Option<(i64, String)> = sqlx::query_as::<Db, _>(sql::EVIDENCE_RUN)
+                .bind(repo)
+                .bind(head_sha)
+                .fetch_optional(&self.pool)
+                .await?;
+            Ok(row.map(|(id, workflow_path)| EvidenceRun {
+                run_id: id as u64,
+                workflow_path,
+            }))
+        }
+
+        pub(super) async fn set_evidence_run(
+            &self,
+            repo: &str,
+            head_sha: &str,
+            run: &EvidenceRun,
+        ) -> anyhow::Result<()> {
+            sqlx::query::<Db>(sql::SET_EVIDENCE_RUN)
+                .bind(repo)
+                .bind(head_sha)
+                .bind(run.run_id as i64)
+                .bind(&run.workflow_path)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        }
+
+        pub(super) async fn renew(
+            &self,
+            id: JobId,
+            worker: &str,
+            now: DateTime<Utc>,
+            lease: std::time::Duration,
+        ) -> anyhow::Result<bool> {
+            let n = sqlx::query::<Db>(sql::RENEW)
+                .bind(id.0)
+                .bind(worker)
+                .bind(millis(now).saturating_add(duration_ms(lease)))
+                .execute(&self.pool)
+                .await?
+                .rows_affected();
+            Ok(n == 1)
+        }
+
         pub(super) async fn comment(&self, repo: &str, pr: u64) -> anyhow::Result<Option<CommentState>> {
             let row: Option<(i64, String)> = sqlx::query_as::<Db, _>(sql::COMMENT)
                 .bind(repo)

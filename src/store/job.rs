@@ -137,6 +137,30 @@ pub struct CommentState {
     pub body_sha256: String,
 }
 
+/// One pull request's verdict on a head. Several open pull requests can share a head (and
+/// its one check run) with different bases; the check run shows the worst of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrVerdict {
+    pub pr: u64,
+    pub base_sha: String,
+    /// The base branch, as GitHub names it.
+    pub base_ref: String,
+    /// `PASS` … `FAIL`, or `QUEUED` while not judged yet.
+    pub verdict: String,
+    /// The check-run conclusion this verdict gives under its base's config
+    /// (`success`, `neutral`, `failure`).
+    pub conclusion: String,
+    /// The check-run title it was published with.
+    pub title: String,
+}
+
+/// The evidence workflow's run last judged for a head.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EvidenceRun {
+    pub run_id: u64,
+    pub workflow_path: String,
+}
+
 pub(crate) fn millis(t: DateTime<Utc>) -> i64 {
     t.timestamp_millis()
 }
@@ -226,6 +250,20 @@ pub(crate) mod sql {
     pub const SET_COMMENT: &str = "INSERT INTO comments (repo, pr, comment_id, body_sha256) VALUES ($1, $2, $3, $4) \
                                    ON CONFLICT (repo, pr) DO UPDATE SET comment_id = excluded.comment_id, body_sha256 \
                                    = excluded.body_sha256";
+    pub const PR_VERDICTS: &str = "SELECT pr, base_sha, base_ref, verdict, conclusion, title FROM pr_verdicts WHERE \
+                                   repo = $1 AND head_sha = $2 ORDER BY pr";
+    pub const SET_PR_VERDICT: &str = "INSERT INTO pr_verdicts (repo, head_sha, pr, base_sha, base_ref, verdict, \
+                                      conclusion, title) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (repo, \
+                                      head_sha, pr) DO UPDATE SET base_sha = excluded.base_sha, base_ref = \
+                                      excluded.base_ref, verdict = excluded.verdict, conclusion = \
+                                      excluded.conclusion, title = excluded.title";
+    pub const REMOVE_PR_VERDICT: &str = "DELETE FROM pr_verdicts WHERE repo = $1 AND head_sha = $2 AND pr = $3";
+    pub const EVIDENCE_RUN: &str = "SELECT run_id, workflow_path FROM evidence_runs WHERE repo = $1 AND head_sha = $2";
+    pub const SET_EVIDENCE_RUN: &str = "INSERT INTO evidence_runs (repo, head_sha, run_id, workflow_path) VALUES ($1, \
+                                        $2, $3, $4) ON CONFLICT (repo, head_sha) DO UPDATE SET run_id = \
+                                        excluded.run_id, workflow_path = excluded.workflow_path";
+    /// Extends the lease of a job `$2` still holds.
+    pub const RENEW: &str = "UPDATE jobs SET lease_until = $3 WHERE id = $1 AND state = 'running' AND lease_owner = $2";
     /// The due job, or one whose lease expired. `{lock}` is `FOR UPDATE SKIP LOCKED` on
     /// PostgreSQL; SQLite runs the statement under its single writer lock.
     pub const CLAIM: &str = "UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = $2, attempts = \

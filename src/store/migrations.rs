@@ -36,6 +36,10 @@ CREATE TABLE comments (
     HEAD_INDEX,
     // 3: GitHub appends annotations on every check-run update; what was sent is remembered.
     PUBLISHED_ANNOTATIONS,
+    // 4: every pull request sharing a head has its own verdict; the check run shows the worst.
+    PR_VERDICTS,
+    // 5: the run of the evidence workflow last judged for a head (re-run / re-evaluate act on it).
+    EVIDENCE_RUNS,
 ];
 
 /// The latest delivery of an event for a head (`Store::latest_delivery`); same on both backends.
@@ -45,6 +49,16 @@ const HEAD_INDEX: &str = "CREATE INDEX jobs_head ON jobs (repo, head_sha, event,
 const PUBLISHED_ANNOTATIONS: &str = "CREATE TABLE published_annotations (repo TEXT NOT NULL, head_sha TEXT NOT NULL, \
                                      check_run_id BIGINT NOT NULL, digests TEXT NOT NULL, PRIMARY KEY (repo, head_sha, \
                                      check_run_id))";
+
+/// One verdict per pull request on a head (`Store::pr_verdicts`).
+const PR_VERDICTS: &str = "CREATE TABLE pr_verdicts (repo TEXT NOT NULL, head_sha TEXT NOT NULL, pr BIGINT NOT NULL, \
+                           base_sha TEXT NOT NULL, base_ref TEXT NOT NULL, verdict TEXT NOT NULL, conclusion TEXT NOT \
+                           NULL, title TEXT NOT NULL, PRIMARY KEY (repo, head_sha, pr))";
+
+/// The evidence workflow's run per head (`Store::evidence_run`).
+const EVIDENCE_RUNS: &str =
+    "CREATE TABLE evidence_runs (repo TEXT NOT NULL, head_sha TEXT NOT NULL, run_id BIGINT NOT \
+                             NULL, workflow_path TEXT NOT NULL, PRIMARY KEY (repo, head_sha))";
 
 /// PostgreSQL: the same tables and types as SQLite, so both decode into the same rows.
 pub const POSTGRES: &[&str] = &[
@@ -81,6 +95,10 @@ CREATE TABLE comments (
     HEAD_INDEX,
     // 3
     PUBLISHED_ANNOTATIONS,
+    // 4
+    PR_VERDICTS,
+    // 5
+    EVIDENCE_RUNS,
 ];
 
 pub const CREATE_VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY)";

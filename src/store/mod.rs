@@ -1,6 +1,7 @@
 //! Durable state of the App: the webhook job queue (dedupe by delivery id, leases,
-//! retries with backoff, dead letters, superseded heads) and what publishing needs to
-//! stay idempotent (check-run and comment ids). Two backends behind one contract:
+//! retries with backoff, dead letters, superseded heads), what publishing needs to
+//! stay idempotent (check-run and comment ids), each pull request's verdict on a shared
+//! head, and the evidence workflow's run per head. Two backends behind one contract:
 //! SQLite (one file, the default) and PostgreSQL (several instances sharing the work),
 //! chosen by the URL's scheme. The clock is always passed in.
 
@@ -11,7 +12,7 @@ mod migrations;
 mod postgres;
 mod sqlite;
 
-pub use job::{CommentState, Failed, Job, JobId, JobState, NewDelivery, Recorded, RetryPolicy};
+pub use job::{CommentState, EvidenceRun, Failed, Job, JobId, JobState, NewDelivery, PrVerdict, Recorded, RetryPolicy};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 
@@ -178,6 +179,36 @@ impl Store {
         digests: &[String],
     ) -> anyhow::Result<()> {
         dispatch!(self, s => s.set_published_annotations(repo, head_sha, check_run_id, digests).await)
+    }
+
+    /// The verdict of every pull request recorded on `repo` at `head_sha`, by number.
+    pub async fn pr_verdicts(&self, repo: &str, head_sha: &str) -> anyhow::Result<Vec<PrVerdict>> {
+        dispatch!(self, s => s.pr_verdicts(repo, head_sha).await)
+    }
+
+    /// Record (or replace) pull request `v.pr`'s verdict on `head_sha`.
+    pub async fn set_pr_verdict(&self, repo: &str, head_sha: &str, v: &PrVerdict) -> anyhow::Result<()> {
+        dispatch!(self, s => s.set_pr_verdict(repo, head_sha, v).await)
+    }
+
+    /// Forget pull request `pr`'s verdict on `head_sha` (it is closed, or has moved on).
+    pub async fn remove_pr_verdict(&self, repo: &str, head_sha: &str, pr: u64) -> anyhow::Result<()> {
+        dispatch!(self, s => s.remove_pr_verdict(repo, head_sha, pr).await)
+    }
+
+    /// The evidence workflow's run last judged for `head_sha`.
+    pub async fn evidence_run(&self, repo: &str, head_sha: &str) -> anyhow::Result<Option<EvidenceRun>> {
+        dispatch!(self, s => s.evidence_run(repo, head_sha).await)
+    }
+
+    pub async fn set_evidence_run(&self, repo: &str, head_sha: &str, run: &EvidenceRun) -> anyhow::Result<()> {
+        dispatch!(self, s => s.set_evidence_run(repo, head_sha, run).await)
+    }
+
+    /// Extend `worker`'s lease on job `id` to `now + lease` (a heartbeat while the job runs).
+    /// `false` if `worker` no longer holds it: another worker claimed it after it expired.
+    pub async fn renew(&self, id: JobId, worker: &str, now: DateTime<Utc>, lease: Duration) -> anyhow::Result<bool> {
+        dispatch!(self, s => s.renew(id, worker, now, lease).await)
     }
 
     pub async fn comment(&self, repo: &str, pr: u64) -> anyhow::Result<Option<CommentState>> {

@@ -1,23 +1,40 @@
 //! A workflow run brought evidence: find the pull requests it is for, read their files
 //! through GitHub ([`PullRequestFiles`], the App's side of `evidence::assemble::Sources`),
-//! run the one pipeline and publish. Also re-evaluation and re-runs, which start from the
-//! latest stored workflow run of a head.
+//! run the one pipeline and publish. Every open pull request at the head is judged against
+//! its own base as GitHub has it now. Also re-evaluation and re-runs, which start from the
+//! evidence workflow's run recorded for the head (never another workflow's).
 
 use super::{fatal, store_err, Failure, Target, Worker};
 use crate::evidence::assemble::{self, AssembleError, ConfigRead, Judging, Named, Sources};
 use crate::evidence::{artifact_relative, evidence_root, EvidenceSources};
-use crate::github::event::{Event, WorkflowRun};
-use crate::github::{Artifact, CommitSha, GithubError, PatchSource, PullNumber};
+use crate::gate::config::Config;
+use crate::gate::Report;
+use crate::github::event::WorkflowRun;
+use crate::github::{Artifact, CommitSha, GithubError, PatchSource, PullNumber, PullRequest};
 use crate::publish;
+use crate::store::EvidenceRun;
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-/// A pull request a workflow run's evidence applies to.
+/// A pull request to judge at a head, as GitHub has it now (open, at that head, into this
+/// repository): its base is the one it targets today, not the one a payload remembered.
 #[derive(Debug, Clone)]
-struct PrRef {
-    number: u64,
-    base_sha: String,
+pub(super) struct PrRef {
+    pub(super) number: u64,
+    pub(super) base_sha: String,
+    pub(super) base_ref: String,
+}
+
+/// What judging one pull request with a workflow run gave.
+pub(super) enum Judged {
+    /// The run is not the evidence this pull request's config asks for.
+    NotEvidence,
+    /// A verdict, with the config it was reached under.
+    Report(Box<Report>, Box<Config>),
+    /// No verdict could be reached: INCONCLUSIVE saying why.
+    Failed(String),
 }
 
 /// A directory removed when dropped.
@@ -120,45 +137,152 @@ impl Worker {
     // ---- workflow_run: evaluate -------------------------------------------------------------
 
     pub(super) async fn workflow_run(&self, t: &Target, run: &WorkflowRun) -> Result<(), Failure> {
-        let run_id = run.id;
-        let head = run.head_sha.clone();
-        let workflow_path = run.path.clone().unwrap_or_default();
-        let listed: Vec<PrRef> = run
+        let head = run.head_sha.as_str();
+        // A number means something only in its base repository: a fork's own pull requests
+        // are listed too. Unknown repositories (ours or theirs) are not trusted.
+        let listed: Vec<u64> = run
             .pull_requests
             .iter()
             .flatten()
-            .filter(|pr| pr.head.as_ref().map(|h| h.sha.as_str()) == Some(head.as_str()))
-            .filter_map(|pr| {
-                Some(PrRef {
-                    number: pr.number?,
-                    base_sha: pr.base.as_ref()?.sha.clone(),
-                })
+            .filter(|pr| pr.head.as_ref().map(|h| h.sha.as_str()) == Some(head))
+            .filter(|pr| {
+                let base_repo = pr.base.as_ref().and_then(|b| b.repo.as_ref()).and_then(|r| r.id);
+                base_repo.is_some() && base_repo == t.repo_id
             })
+            .filter_map(|pr| pr.number)
             .collect();
-        let prs = if listed.is_empty() && run.pull_requests.as_ref().is_none_or(|a| a.is_empty()) {
-            // A fork's run: GitHub leaves `pull_requests` empty; ask which pull requests have this head.
-            let pulls = t.client.commit_pulls(&t.repo, &CommitSha::from(head.as_str())).await?;
-            pulls
-                .into_iter()
-                .filter(|pr| pr.state == "open" && pr.head.sha.as_str() == head)
-                .map(|pr| PrRef {
-                    number: pr.number.0,
-                    base_sha: pr.base.sha.0,
-                })
-                .collect()
-        } else {
-            listed
-        };
+        // GitHub lists no pull requests for a fork's run: ask which have this head.
+        let ask_commit = listed.is_empty();
+        self.judge_head(t, head, run.id, run.path.as_deref().unwrap_or(""), &listed, ask_commit)
+            .await
+    }
+
+    /// Judge every open pull request at `head` — those `listed`, those judged here before,
+    /// and (`ask_commit`) those GitHub associates with the commit — with workflow run
+    /// `run_id`, then publish the head's one check run (the worst verdict) and a comment
+    /// on each pull request about that pull request.
+    async fn judge_head(
+        &self,
+        t: &Target,
+        head: &str,
+        run_id: u64,
+        workflow_path: &str,
+        listed: &[u64],
+        ask_commit: bool,
+    ) -> Result<(), Failure> {
+        let prs = self.open_pulls_at(t, head, listed, ask_commit).await?;
         if prs.is_empty() {
             tracing::info!(run_id, "no open pull request has this run's head; nothing to judge");
             return Ok(());
         }
+        let mut judged = Vec::new();
         for pr in prs {
-            self.evaluate_pr(t, &head, &pr, run_id, &workflow_path).await?;
+            match self.judge_pr(t, head, &pr, run_id, workflow_path).await? {
+                Judged::NotEvidence => {}
+                j => judged.push((pr, j)),
+            }
         }
-        Ok(())
+        if judged.is_empty() {
+            return Ok(());
+        }
+        let repo = t.repo.to_string();
+        let run = EvidenceRun {
+            run_id,
+            workflow_path: workflow_path.to_owned(),
+        };
+        self.store
+            .set_evidence_run(&repo, head, &run)
+            .await
+            .map_err(store_err)?;
+        // A push may have landed while we worked: do not publish for an old head.
+        let mut current = Vec::new();
+        for (pr, j) in judged {
+            if self.superseded(&repo, pr.number, head).await? {
+                tracing::info!(pull_request = pr.number, "superseded while evaluating; not published");
+            } else {
+                current.push((pr, j));
+            }
+        }
+        if current.is_empty() {
+            return Ok(());
+        }
+        self.publish_head(t, &CommitSha::from(head), &current).await
     }
 
+    /// The open pull requests of this repository whose head is `head` now, as GitHub says.
+    /// A pull request recorded here before that has moved on, closed or is not ours is
+    /// forgotten for this head.
+    async fn open_pulls_at(
+        &self,
+        t: &Target,
+        head: &str,
+        listed: &[u64],
+        ask_commit: bool,
+    ) -> Result<Vec<PrRef>, Failure> {
+        let repo = t.repo.to_string();
+        let recorded = self.store.pr_verdicts(&repo, head).await.map_err(store_err)?;
+        let mut numbers: BTreeSet<u64> = listed.iter().copied().collect();
+        numbers.extend(recorded.iter().map(|v| v.pr));
+        let mut found: Vec<PullRequest> = Vec::new();
+        if ask_commit {
+            let sha = CommitSha::from(head);
+            for pr in t.client.commit_pulls(&t.repo, &sha).await? {
+                numbers.remove(&pr.number.0);
+                found.push(pr);
+            }
+        }
+        for n in numbers {
+            match t.client.pull_request(&t.repo, PullNumber(n)).await {
+                Ok(pr) => found.push(pr),
+                Err(GithubError::NotFound(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let mut prs = Vec::new();
+        for pr in found {
+            let ours = pr.base.repo.as_ref().is_none_or(|r| r.full_name == repo);
+            let n = pr.number.0;
+            if pr.state == "open" && pr.head.sha.as_str() == head && ours {
+                // GitHub's word on the current head: queued work for older heads is moot.
+                self.store.supersede(&repo, n, head).await.map_err(store_err)?;
+                prs.push(PrRef {
+                    number: n,
+                    base_sha: pr.base.sha.0,
+                    base_ref: pr.base.ref_name,
+                });
+            } else {
+                tracing::info!(pull_request = n, state = %pr.state, "not an open pull request at this head");
+                if recorded.iter().any(|v| v.pr == n) {
+                    self.store.remove_pr_verdict(&repo, head, n).await.map_err(store_err)?;
+                }
+            }
+        }
+        Ok(prs)
+    }
+
+    /// Judge one pull request with the run's evidence. A failure retrying cannot fix is
+    /// this pull request's INCONCLUSIVE; a retryable one fails the job.
+    async fn judge_pr(
+        &self,
+        t: &Target,
+        head: &str,
+        pr: &PrRef,
+        run_id: u64,
+        workflow_path: &str,
+    ) -> Result<Judged, Failure> {
+        match self.evaluate_pr(t, head, pr, run_id, workflow_path).await {
+            Ok(Some((report, config))) => {
+                tracing::info!(verdict = %report.verdict, pull_request = pr.number, "evaluated");
+                Ok(Judged::Report(Box::new(report), Box::new(config)))
+            }
+            Ok(None) => Ok(Judged::NotEvidence),
+            Err(Failure::Fatal(why)) => Ok(Judged::Failed(why)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The report of `pr` at `head` and the config (at its base) it was reached under, or
+    /// `None` when the run is not this pull request's evidence.
     async fn evaluate_pr(
         &self,
         t: &Target,
@@ -166,24 +290,19 @@ impl Worker {
         pr: &PrRef,
         run_id: u64,
         workflow_path: &str,
-    ) -> Result<(), Failure> {
-        let repo = t.repo.to_string();
-        if self.superseded(&repo, pr.number, head).await? {
-            tracing::info!(pull_request = pr.number, "superseded by a newer head; skipped");
-            return Ok(());
-        }
+    ) -> Result<Option<(Report, Config)>, Failure> {
         let base = CommitSha::from(pr.base_sha.as_str());
+        let config: ConfigRead = self.config_at(t, &base).await?;
         let head_sha = CommitSha::from(head);
         let number = PullNumber(pr.number);
 
-        let config: ConfigRead = self.config_at(t, &base).await?;
         let wanted = &config.config.evidence.workflows;
         if !wanted.is_empty() && !wanted.iter().any(|w| workflow_matches(w, workflow_path)) {
             tracing::info!(
                 workflow = workflow_path,
                 "not an evidence workflow per the config; ignored"
             );
-            return Ok(());
+            return Ok(None);
         }
 
         // The artifact, first by listing (cheap), so a run of some other workflow is ignored early.
@@ -193,7 +312,7 @@ impl Worker {
             Some(a) => a,
             None if wanted.is_empty() => {
                 tracing::info!(run_id, artifact = %name, "this run uploaded no evidence artifact; ignored");
-                return Ok(());
+                return Ok(None);
             }
             None => {
                 return Err(fatal(format!(
@@ -212,7 +331,7 @@ impl Worker {
             worker: self,
             t,
             base,
-            head: head_sha.clone(),
+            head: head_sha,
             number,
             run_id,
             artifact,
@@ -235,16 +354,7 @@ impl Worker {
         if let Some(extracted) = files.extracted.get() {
             artifact_relative(&mut report, extracted, name);
         }
-        drop(files);
-        drop(scratch);
-        tracing::info!(verdict = %report.verdict, pull_request = pr.number, "evaluated");
-
-        // A push may have landed while we worked: do not publish for an old head.
-        if self.superseded(&repo, pr.number, head).await? {
-            tracing::info!(pull_request = pr.number, "superseded while evaluating; not published");
-            return Ok(());
-        }
-        self.publish(t, &head_sha, number, &report, &config.config).await
+        Ok(Some((report, config.config)))
     }
 
     fn scratch(&self) -> Result<Scratch, Failure> {
@@ -261,33 +371,25 @@ impl Worker {
 
     // ---- re-evaluation and re-runs ----------------------------------------------------------
 
-    /// The run of the latest `workflow_run` completed delivery stored for `repo` at `head`.
-    async fn latest_run(&self, repo: &str, head: &str) -> Result<Option<WorkflowRun>, Failure> {
-        let job = self
-            .store
-            .latest_delivery(repo, head, "workflow_run", "completed")
+    /// The evidence workflow's run last judged for `head` (never some other workflow's run).
+    async fn evidence_run(&self, t: &Target, head: &str) -> Result<Option<EvidenceRun>, Failure> {
+        self.store
+            .evidence_run(&t.repo.to_string(), head)
             .await
-            .map_err(store_err)?;
-        let Some(job) = job else { return Ok(None) };
-        match Event::parse("workflow_run", job.payload.as_bytes()) {
-            Ok(d) => match d.event {
-                Some(Event::WorkflowRunCompleted(e)) => Ok(Some(e.workflow_run)),
-                _ => Err(fatal(
-                    "the stored workflow run delivery is not a completed workflow run",
-                )),
-            },
-            Err(e) => Err(fatal(format!("stored workflow run {e}"))),
-        }
+            .map_err(store_err)
     }
 
     pub(super) async fn reevaluate(&self, t: &Target, head: &str) -> Result<(), Failure> {
-        match self.latest_run(&t.repo.to_string(), head).await? {
-            Some(run) => self.workflow_run(t, &run).await,
+        match self.evidence_run(t, head).await? {
+            Some(run) => {
+                self.judge_head(t, head, run.run_id, &run.workflow_path, &[], true)
+                    .await
+            }
             // Nothing to judge. Not queued (that could wait forever): a later run overwrites this.
             None => {
                 let why = format!(
-                    "re-evaluation was requested, but no completed workflow run with evidence is known for `{head}`; \
-                     re-run the evidence workflow"
+                    "re-evaluation was requested, but no completed run of the evidence workflow is known for \
+                     `{head}`; re-run the evidence workflow"
                 );
                 let fields = publish::inconclusive(head, &why);
                 self.upsert_check(t, &CommitSha::from(head), &fields).await.map(drop)
@@ -297,12 +399,12 @@ impl Worker {
 
     /// Re-run the evidence workflow; its `workflow_run` completed delivery brings the verdict.
     pub(super) async fn rerun(&self, t: &Target, head: &str) -> Result<(), Failure> {
-        let Some(run) = self.latest_run(&t.repo.to_string(), head).await? else {
-            tracing::info!("no workflow run known for this head; nothing to re-run");
+        let Some(run) = self.evidence_run(t, head).await? else {
+            tracing::info!("no evidence workflow run known for this head; nothing to re-run");
             return Ok(());
         };
-        t.client.rerun_workflow(&t.repo, run.id).await?;
-        tracing::info!(run_id = run.id, "evidence workflow re-run requested");
+        t.client.rerun_workflow(&t.repo, run.run_id).await?;
+        tracing::info!(run_id = run.run_id, "evidence workflow re-run requested");
         Ok(())
     }
 }

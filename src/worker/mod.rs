@@ -15,11 +15,12 @@ use crate::evidence::assemble::{ConfigRead, Named};
 use crate::gate::config::{Config, CONFIG_PATH};
 use crate::github::event::{Envelope, Event, PullRequestEvent, RequestedAction};
 use crate::github::{
-    ArtifactLimits, CommitSha, GithubApp, GithubError, InstallationClient, InstallationId, RepoName, CHECK_NAME,
+    ArtifactLimits, CommitSha, GithubApp, GithubError, InstallationClient, InstallationId, PullNumber, RepoName,
+    CHECK_NAME,
 };
 use crate::publish;
 use crate::runtime::{Clock, Shutdown, Task};
-use crate::store::{Failed, Job, NewDelivery, Store};
+use crate::store::{Failed, Job, NewDelivery, PrVerdict, Store};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -132,6 +133,8 @@ fn fatal(msg: impl Into<String>) -> Failure {
 struct Target {
     client: Arc<InstallationClient>,
     repo: RepoName,
+    /// GitHub's id of the repository, when the payload gives it.
+    repo_id: Option<u64>,
 }
 
 /// The worker's own delayed job: the evidence deadline of a head.
@@ -334,29 +337,33 @@ impl Worker {
         let repo = RepoName::parse(full_name)
             .ok_or_else(|| fatal(format!("bad repository name {full_name:?} in the payload")))?;
         let client = self.github.installation(InstallationId(installation.id))?;
-        Ok(Target { client, repo })
+        Ok(Target {
+            client,
+            repo,
+            repo_id: envelope.repository.id,
+        })
     }
 
     async fn process(&self, job: &Job) -> Result<(), Failure> {
-        if let (Some(repo), Some(pr), Some(sha)) = (&job.repo, job.pr, &job.head_sha) {
+        let Some(work) = Work::of(job)? else {
+            tracing::info!("no work for {}.{}", job.event, job.action.as_deref().unwrap_or(""));
+            return Ok(());
+        };
+        // The deadline of a head the pull request has left is moot. Other work asks GitHub
+        // for each pull request's current head itself.
+        if let (Work::EvidenceTimeout(_), Some(repo), Some(pr), Some(sha)) = (&work, &job.repo, job.pr, &job.head_sha) {
             if self.superseded(repo, pr, sha).await? {
                 tracing::info!("superseded by a newer head; skipped");
                 return Ok(());
             }
         }
-        let Some(work) = Work::of(job)? else {
-            tracing::info!("no work for {}.{}", job.event, job.action.as_deref().unwrap_or(""));
+        if !self.ours(&work) {
+            tracing::info!("another app's check run or suite; ignored");
             return Ok(());
-        };
-        if let Work::Event(Event::CheckRunRerequested(e) | Event::CheckRunRequestedAction(e)) = &work {
-            if e.check_run.name.as_deref().is_some_and(|n| n != CHECK_NAME) {
-                tracing::info!("another app's check run; ignored");
-                return Ok(());
-            }
         }
         let t = self.target(work.envelope())?;
         match work {
-            Work::Event(Event::PullRequest(e)) => self.pull_request(&t, &e).await,
+            Work::Event(Event::PullRequest(e) | Event::PullRequestRetargeted(e)) => self.pull_request(&t, &e).await,
             Work::Event(Event::WorkflowRunCompleted(e)) => self.workflow_run(&t, &e.workflow_run).await,
             Work::EvidenceTimeout(deadline) => self.evidence_timeout(&t, &deadline).await,
             Work::Event(Event::CheckRunRerequested(e)) => self.reevaluate(&t, &e.check_run.head_sha).await,
@@ -372,6 +379,20 @@ impl Worker {
         }
     }
 
+    /// Check-run and check-suite requests act only on this App's own `flakegate` check runs:
+    /// anyone with `checks: write` can make one of that name. A payload that does not say
+    /// which app made it is not ours.
+    fn ours(&self, work: &Work) -> bool {
+        let app = self.github.app_id().0;
+        match work {
+            Work::Event(Event::CheckRunRerequested(e) | Event::CheckRunRequestedAction(e)) => {
+                e.check_run.name.as_deref() == Some(CHECK_NAME) && e.check_run.app.as_ref().is_some_and(|a| a.id == app)
+            }
+            Work::Event(Event::CheckSuiteRerequested(e)) => e.check_suite.app.as_ref().is_some_and(|a| a.id == app),
+            _ => true,
+        }
+    }
+
     /// The repository configuration at `sha` (defaults when there is none).
     async fn config_at(&self, t: &Target, sha: &CommitSha) -> Result<ConfigRead, Failure> {
         let file = t
@@ -384,20 +405,65 @@ impl Worker {
 
     // ---- pull_request: a queued check run ---------------------------------------------------
 
+    /// A pull request got a head (or a new base). GitHub is asked for its current head first:
+    /// deliveries arrive out of order, and a late one for an older head must change nothing.
+    /// The pull request is recorded as not judged on its head; if evidence for that head was
+    /// judged before (another pull request shares it, or the base changed), everything at
+    /// the head is judged again, else the check run is queued until evidence arrives.
     async fn pull_request(&self, t: &Target, e: &PullRequestEvent) -> Result<(), Failure> {
-        let head = CommitSha::from(e.pull_request.head.sha.as_str());
-        let base = CommitSha::from(e.pull_request.base.sha.as_str());
+        let number = e
+            .number()
+            .ok_or_else(|| fatal("the pull_request payload has no number"))?;
+        let current = t.client.pull_request(&t.repo, PullNumber(number)).await?;
         let repo = t.repo.to_string();
-        // A check run for this head already exists (queued, or already judged): leave it.
-        if self
+        let head = current.head.sha.clone();
+        if current.state != "open" {
+            tracing::info!(state = %current.state, "the pull request is not open; nothing to do");
+            return Ok(());
+        }
+        // GitHub's word on the current head: queued work for older heads is moot.
+        self.store
+            .supersede(&repo, number, head.as_str())
+            .await
+            .map_err(store_err)?;
+        if head.as_str() != e.pull_request.head.sha {
+            tracing::info!(current = %head, "a late delivery for an older head; the current head is judged on its own");
+            return Ok(());
+        }
+        let base = current.base.sha.clone();
+        let recorded = self.store.pr_verdicts(&repo, head.as_str()).await.map_err(store_err)?;
+        let known = recorded
+            .iter()
+            .any(|v| v.pr == number && v.base_sha == base.as_str() && v.verdict != publishing::NOT_JUDGED);
+        if !known {
+            let row = PrVerdict {
+                pr: number,
+                base_sha: base.0.clone(),
+                base_ref: current.base.ref_name.clone(),
+                verdict: publishing::NOT_JUDGED.to_owned(),
+                conclusion: "failure".to_owned(),
+                title: "not judged yet: waiting for evidence".to_owned(),
+            };
+            self.store
+                .set_pr_verdict(&repo, head.as_str(), &row)
+                .await
+                .map_err(store_err)?;
+        }
+        let has_check = self
             .store
             .check_run_id(&repo, head.as_str())
             .await
             .map_err(store_err)?
-            .is_some()
-        {
-            tracing::info!("check run already exists for this head");
-            return Ok(());
+            .is_some();
+        let evidence = self.store.evidence_run(&repo, head.as_str()).await.map_err(store_err)?;
+        match evidence {
+            // This pull request's verdict on this head and base is new: judge the head again.
+            Some(_) if !known => return self.reevaluate(t, head.as_str()).await,
+            _ if has_check => {
+                tracing::info!("check run already exists for this head");
+                return Ok(());
+            }
+            _ => {}
         }
         if let Some(run) = t
             .client
@@ -435,6 +501,7 @@ impl Worker {
             envelope: Envelope {
                 repository: crate::github::event::Repository {
                     full_name: repo.to_string(),
+                    id: e.envelope.repository.id,
                 },
                 installation: e.envelope.installation,
             },

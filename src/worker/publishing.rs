@@ -1,16 +1,47 @@
-//! Publishing, idempotently: the check run (found by the id the store keeps, else by
-//! name and external id, else created; an annotation already sent is never sent again)
-//! and the one sticky comment (created once, edited only when what it says changes).
+//! Publishing, idempotently: the check run of a head (found by the id the store keeps, else
+//! among this App's check runs by name and external id, else created; an annotation already
+//! sent is never sent again, and different findings get a fresh check run) showing the worst
+//! verdict of the open pull requests sharing that head, and one sticky comment per pull
+//! request about that pull request (created once, edited only when what it says changes).
 //! When a job cannot be judged, `give_up` completes the check run as INCONCLUSIVE.
 
+use super::judge::{Judged, PrRef};
 use super::{fatal, store_err, Failure, Target, Work, Worker};
 use crate::gate::config::Config;
 use crate::gate::Report;
-use crate::github::event::RequestedAction;
-use crate::github::{Annotation, CheckRunFields, CommitSha, GithubError, PullNumber};
-use crate::publish;
-use crate::store::{CommentState, Job};
+use crate::github::event::{Event, RequestedAction};
+use crate::github::{Annotation, CheckRunFields, CommitSha, Conclusion, GithubError, PullNumber};
+use crate::publish::{self, SharedHeadLine};
+use crate::store::{CommentState, Job, PrVerdict};
 use sha2::Digest as _;
+use std::collections::BTreeSet;
+
+/// Not judged yet: waiting for evidence. Blocks like INCONCLUSIVE (a check is never
+/// `success` while a pull request sharing its head has no verdict).
+pub(super) const NOT_JUDGED: &str = "QUEUED";
+
+/// How bad a recorded verdict is: by conclusion first (an unknown one counts as `failure`),
+/// then by verdict. The check run of a shared head shows the worst.
+fn severity(v: &PrVerdict) -> (u8, u8) {
+    let conclusion = match v.conclusion.as_str() {
+        "success" => 0,
+        "neutral" => 1,
+        _ => 2,
+    };
+    let verdict = match v.verdict.as_str() {
+        "PASS" => 0,
+        "PASS_WITH_CAVEAT" => 1,
+        NOT_JUDGED => 2,
+        "FAIL" => 4,
+        _ => 3,
+    };
+    (conclusion, verdict)
+}
+
+/// The worst of `rows`.
+fn worst(rows: &[PrVerdict]) -> Option<&PrVerdict> {
+    rows.iter().max_by_key(|v| severity(v))
+}
 
 fn sha256_hex(s: &str) -> String {
     hex::encode(sha2::Sha256::digest(s.as_bytes()))
@@ -23,28 +54,95 @@ fn annotation_digest(a: &Annotation) -> String {
 }
 
 impl Worker {
-    pub(super) async fn publish(
+    /// Record each judged pull request's verdict on `head`, publish the head's check run once
+    /// with the worst verdict recorded there (every pull request's verdict and base listed),
+    /// and comment on each judged pull request about that pull request only.
+    pub(super) async fn publish_head(
         &self,
         t: &Target,
         head: &CommitSha,
-        pr: PullNumber,
-        report: &Report,
-        config: &Config,
+        judged: &[(PrRef, Judged)],
     ) -> Result<(), Failure> {
-        let fields = publish::completed(report, config, head.as_str());
+        let repo = t.repo.to_string();
+        let mut now: Vec<(PrVerdict, &Judged)> = Vec::new();
+        for (pr, j) in judged {
+            let (verdict, conclusion, title) = match j {
+                Judged::Report(report, config) => (
+                    report.verdict.as_str().to_owned(),
+                    publish::conclusion(report.verdict, config).as_str().to_owned(),
+                    publish::title(report),
+                ),
+                Judged::Failed(why) => (
+                    "INCONCLUSIVE".to_owned(),
+                    "failure".to_owned(),
+                    publish::inconclusive(head.as_str(), why)
+                        .output
+                        .map(|o| o.title)
+                        .unwrap_or_default(),
+                ),
+                Judged::NotEvidence => continue,
+            };
+            let row = PrVerdict {
+                pr: pr.number,
+                base_sha: pr.base_sha.clone(),
+                base_ref: pr.base_ref.clone(),
+                verdict,
+                conclusion,
+                title,
+            };
+            self.store
+                .set_pr_verdict(&repo, head.as_str(), &row)
+                .await
+                .map_err(store_err)?;
+            now.push((row, j));
+        }
+        // The details shown are those of the worst verdict reached now; a worse one recorded
+        // earlier (a pull request this run is not evidence for) still decides the conclusion.
+        let Some((shown, j)) = now.iter().max_by_key(|(v, _)| severity(v)) else {
+            return Ok(());
+        };
+        let mut fields = match j {
+            Judged::Report(report, config) => publish::completed(report, config, head.as_str()),
+            Judged::Failed(why) => publish::inconclusive(head.as_str(), why),
+            Judged::NotEvidence => return Ok(()),
+        };
+        let rows = self.store.pr_verdicts(&repo, head.as_str()).await.map_err(store_err)?;
+        let decisive = match worst(&rows) {
+            Some(w) if severity(w) > severity(shown) => {
+                fields.conclusion = Some(match w.conclusion.as_str() {
+                    "success" => Conclusion::Success,
+                    "neutral" => Conclusion::Neutral,
+                    _ => Conclusion::Failure,
+                });
+                if let Some(o) = &mut fields.output {
+                    o.title.clone_from(&w.title);
+                }
+                w
+            }
+            _ => shown,
+        };
+        let fields = with_table(fields, &rows, decisive.pr);
         let run = self.upsert_check(t, head, &fields).await?;
         tracing::info!(
             check_run = run,
             conclusion = fields.conclusion.map_or("", |c| c.as_str()),
+            decided_by = decisive.pr,
+            pull_requests = rows.len(),
             "check run published"
         );
-        self.publish_comment(t, pr, report, config).await
+        for (pr, j) in judged {
+            if let Judged::Report(report, config) = j {
+                self.publish_comment(t, PullNumber(pr.number), report, config).await?;
+            }
+        }
+        Ok(())
     }
 
-    /// Update the check run we know of, else find it by name + external id, else create it.
-    /// GitHub appends annotations on every update and never removes them, so an annotation
-    /// already sent to this check run (a re-evaluation, a retry, a second pull request with
-    /// the same head) is not sent again.
+    /// Update the check run we know of, else find this App's by name + external id, else
+    /// create it. GitHub appends annotations on every update and never removes them, so an
+    /// annotation already sent to this check run (a retry, the same findings again) is not
+    /// sent again, and findings that differ from those already on it get a fresh check run:
+    /// GitHub shows the newest check run of a name, so no stale annotation stays in view.
     pub(super) async fn upsert_check(
         &self,
         t: &Target,
@@ -64,6 +162,11 @@ impl Worker {
                 .published_annotations(&repo, head.as_str(), id)
                 .await
                 .map_err(store_err)?;
+            let same: bool = sent.iter().collect::<BTreeSet<_>>() == digests.iter().collect::<BTreeSet<_>>();
+            if !sent.is_empty() && !same {
+                tracing::info!(check_run = id, "findings changed: a fresh check run replaces this one");
+                return self.create_check(t, head, fields, &digests).await;
+            }
             let mut fresh = fields.clone();
             if let Some(o) = &mut fresh.output {
                 o.annotations.retain(|a| !sent.contains(&annotation_digest(a)));
@@ -86,16 +189,42 @@ impl Worker {
                 Err(e) => return Err(e.into()),
             }
         }
-        let run = t.client.upsert_check_run(&t.repo, head, fields).await?;
-        self.store
-            .set_check_run_id(&repo, head.as_str(), run.id)
-            .await
-            .map_err(store_err)?;
-        self.store
-            .set_published_annotations(&repo, head.as_str(), run.id, &digests)
-            .await
-            .map_err(store_err)?;
+        let found = t
+            .client
+            .find_check_run(&t.repo, head, &fields.name, &fields.external_id)
+            .await?;
+        match found {
+            // Ours, and nothing on it that could be stale: complete it.
+            Some(run) if run.annotations_count() == 0 => {
+                let run = t.client.update_check_run(&t.repo, run.id, fields).await?;
+                self.remember_check(&repo, head, run.id, &digests).await?;
+                Ok(run.id)
+            }
+            _ => self.create_check(t, head, fields, &digests).await,
+        }
+    }
+
+    async fn create_check(
+        &self,
+        t: &Target,
+        head: &CommitSha,
+        fields: &CheckRunFields,
+        digests: &[String],
+    ) -> Result<u64, Failure> {
+        let run = t.client.create_check_run(&t.repo, head, fields).await?;
+        self.remember_check(&t.repo.to_string(), head, run.id, digests).await?;
         Ok(run.id)
+    }
+
+    async fn remember_check(&self, repo: &str, head: &CommitSha, id: u64, digests: &[String]) -> Result<(), Failure> {
+        self.store
+            .set_check_run_id(repo, head.as_str(), id)
+            .await
+            .map_err(store_err)?;
+        self.store
+            .set_published_annotations(repo, head.as_str(), id, digests)
+            .await
+            .map_err(store_err)
     }
 
     /// The one sticky comment: created once, edited only when what it says changes.
@@ -170,7 +299,10 @@ impl Worker {
         let result = async {
             let work = work?.ok_or_else(|| fatal("the job carries no event the App acts on"))?;
             let t = self.target(work.envelope())?;
-            let fields = publish::inconclusive(head, why);
+            let mut fields = publish::inconclusive(head, why);
+            if let Some(pr) = job.pr {
+                fields = self.record_given_up(&t, head, pr, &work, fields).await?;
+            }
             self.upsert_check(&t, &CommitSha::from(head), &fields).await
         }
         .await;
@@ -179,4 +311,51 @@ impl Worker {
             Err(e) => tracing::error!("could not mark the check run INCONCLUSIVE: {e:?}"),
         }
     }
+
+    /// The job's pull request is INCONCLUSIVE on `head` (its base as the event or an earlier
+    /// verdict names it); `fields` with every pull request of the head listed.
+    async fn record_given_up(
+        &self,
+        t: &Target,
+        head: &str,
+        pr: u64,
+        work: &Work,
+        fields: CheckRunFields,
+    ) -> Result<CheckRunFields, Failure> {
+        let repo = t.repo.to_string();
+        let rows = self.store.pr_verdicts(&repo, head).await.map_err(store_err)?;
+        let earlier = rows.iter().find(|v| v.pr == pr);
+        let (base_sha, base_ref) = match (work, earlier) {
+            (Work::Event(Event::PullRequest(e) | Event::PullRequestRetargeted(e)), _) => {
+                (e.pull_request.base.sha.clone(), String::new())
+            }
+            (_, Some(v)) => (v.base_sha.clone(), v.base_ref.clone()),
+            _ => (String::new(), String::new()),
+        };
+        let row = PrVerdict {
+            pr,
+            base_sha,
+            base_ref,
+            verdict: "INCONCLUSIVE".to_owned(),
+            conclusion: "failure".to_owned(),
+            title: fields.output.as_ref().map(|o| o.title.clone()).unwrap_or_default(),
+        };
+        self.store.set_pr_verdict(&repo, head, &row).await.map_err(store_err)?;
+        let rows = self.store.pr_verdicts(&repo, head).await.map_err(store_err)?;
+        Ok(with_table(fields, &rows, pr))
+    }
+}
+
+/// `fields` with the table of every pull request sharing the head (when there are several).
+pub(super) fn with_table(fields: CheckRunFields, rows: &[PrVerdict], decisive: u64) -> CheckRunFields {
+    let lines: Vec<SharedHeadLine<'_>> = rows
+        .iter()
+        .map(|v| SharedHeadLine {
+            pr: v.pr,
+            base_ref: &v.base_ref,
+            base_sha: &v.base_sha,
+            verdict: &v.verdict,
+        })
+        .collect();
+    publish::shared_head(fields, &lines, decisive)
 }

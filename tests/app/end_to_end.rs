@@ -3,7 +3,7 @@
 //! client against the fake GitHub (`support::fake_github`), which checks every request
 //! body against GitHub's OpenAPI subset. The clock is injected: no wall clock, no sleeps.
 
-use crate::support::app_harness::{case, manifest, patch_repo, repo_path, sample, App, NAME, OWNER};
+use crate::support::app_harness::{case, manifest, patch_repo, repo_path, sample, App, NAME, OWNER, REPO_ID};
 use crate::support::fake_repo::FakeRepo;
 use flakegate::store::{JobState, RetryPolicy};
 use flakegate::worker::EVIDENCE_TIMEOUT_EVENT;
@@ -67,7 +67,19 @@ fn workflow_run_completed() -> Value {
     run["pull_requests"][0]["number"] = json!(PR);
     run["pull_requests"][0]["head"]["sha"] = json!(head());
     run["pull_requests"][0]["base"]["sha"] = json!(base());
+    run["pull_requests"][0]["base"]["repo"]["id"] = json!(REPO_ID);
     p
+}
+
+/// `GET /pulls/{PR}` as JSON: open, at `head`, into this repository.
+fn pull_json(head: &str) -> Value {
+    let repo = json!({ "full_name": format!("{OWNER}/{NAME}") });
+    json!({
+        "number": PR,
+        "state": "open",
+        "head": { "sha": head, "ref": "feature", "repo": repo },
+        "base": { "sha": base(), "ref": "main", "repo": repo },
+    })
 }
 
 fn check_run_json(id: u64, status: &str, conclusion: Option<&str>) -> Value {
@@ -78,7 +90,20 @@ fn check_run_json(id: u64, status: &str, conclusion: Option<&str>) -> Value {
         "external_id": head(),
         "status": status,
         "conclusion": conclusion,
+        "app": { "id": crate::support::fake_github::APP_ID },
     })
+}
+
+/// Every delivery is done; the evidence deadline stays queued for later.
+async fn assert_deliveries_done(app: &App) {
+    for j in app.store.jobs().await.unwrap() {
+        let want = if j.event == EVIDENCE_TIMEOUT_EVENT {
+            JobState::Queued
+        } else {
+            JobState::Done
+        };
+        assert_eq!(j.state, want, "{j:?}");
+    }
 }
 
 fn body_of(req: &wiremock::Request) -> Value {
@@ -88,7 +113,7 @@ fn body_of(req: &wiremock::Request) -> Value {
 /// The per-test mocks of these tests (counted `times`, unlike the stateful `FakeRepo`).
 trait Mocks {
     async fn mount_evidence(&self, times: u64);
-    async fn mount_diff(&self, times: u64);
+    async fn mount_pull(&self, json_times: u64, diff_times: u64);
     async fn mount_no_config(&self, times: u64);
     async fn mount_no_check_run_yet(&self, times: u64);
 }
@@ -172,14 +197,35 @@ impl Mocks for App {
         }
     }
 
-    async fn mount_diff(&self, times: u64) {
+    /// The pull request: `json_times` as JSON (the worker asks for its current head and
+    /// base), `diff_times` as the diff of `some_frozen`.
+    async fn mount_pull(&self, json_times: u64, diff_times: u64) {
         let diff = std::fs::read_to_string(manifest().join("tests/fixtures/cases/some_frozen/diff.patch")).unwrap();
+        let (json_seen, diff_seen) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         self.fake
-            .mock("GET", &repo_path(&format!("/pulls/{PR}")), times, move |req| {
-                let accept = req.headers.get("accept").and_then(|v| v.to_str().ok()).unwrap_or("");
-                assert!(accept.contains("diff"), "diff requested with Accept: {accept}");
-                ResponseTemplate::new(200).set_body_raw(diff.clone(), "text/x-diff")
-            })
+            .mock(
+                "GET",
+                &repo_path(&format!("/pulls/{PR}")),
+                json_times + diff_times,
+                move |req| {
+                    let accept = req.headers.get("accept").and_then(|v| v.to_str().ok()).unwrap_or("");
+                    if accept.contains("diff") {
+                        let n = diff_seen.fetch_add(1, Ordering::SeqCst);
+                        assert!(
+                            n < diff_times as usize,
+                            "the diff asked for more than {diff_times} times"
+                        );
+                        ResponseTemplate::new(200).set_body_raw(diff.clone(), "text/x-diff")
+                    } else {
+                        let n = json_seen.fetch_add(1, Ordering::SeqCst);
+                        assert!(
+                            n < json_times as usize,
+                            "the pull request asked for more than {json_times} times"
+                        );
+                        ResponseTemplate::new(200).set_body_json(pull_json(head()))
+                    }
+                },
+            )
             .await;
     }
 
@@ -218,6 +264,7 @@ async fn pull_request_then_evidence_publishes_a_check_run_and_one_comment() {
 
     // pull_request opened → the check run, queued.
     app.mount_no_config(3).await;
+    app.mount_pull(3, 2).await;
     app.mount_no_check_run_yet(1).await;
     app.fake
         .mock("POST", &check_runs, 1, |_| {
@@ -240,7 +287,6 @@ async fn pull_request_then_evidence_publishes_a_check_run_and_one_comment() {
 
     // workflow_run completed → evaluated, check run completed, one comment.
     app.mount_evidence(2).await;
-    app.mount_diff(2).await;
     app.fake
         .mock("PATCH", &check_run, 2, |_| {
             ResponseTemplate::new(200).set_body_json(check_run_json(CHECK_RUN_ID, "completed", Some("success")))
@@ -292,16 +338,7 @@ async fn pull_request_then_evidence_publishes_a_check_run_and_one_comment() {
         .is_empty());
 
     assert_eq!(app.fake.token_requests(), 1, "the installation token is cached");
-    let jobs = app.store.jobs().await.unwrap();
-    for j in &jobs {
-        // The evidence deadline stays queued for later; every delivery is done.
-        let want = if j.event == EVIDENCE_TIMEOUT_EVENT {
-            JobState::Queued
-        } else {
-            JobState::Done
-        };
-        assert_eq!(j.state, want, "{j:?}");
-    }
+    assert_deliveries_done(&app).await;
     app.fake.verify().await;
 }
 
@@ -315,19 +352,7 @@ async fn github_failing_until_attempts_run_out_completes_inconclusive() {
     let app = App::start(policy).await;
     let check_runs = repo_path("/check-runs");
 
-    app.mount_no_config(3).await;
-    let artifacts = json!({
-        "total_count": 1,
-        "artifacts": [{ "id": ARTIFACT_ID, "name": "flakegate-evidence", "size_in_bytes": 1234, "expired": false }],
-    });
-    app.fake
-        .mock(
-            "GET",
-            &repo_path(&format!("/actions/runs/{RUN_ID}/artifacts")),
-            3,
-            move |_| ResponseTemplate::new(200).set_body_json(artifacts.clone()),
-        )
-        .await;
+    // Asking for the pull request (its current head and base) is the first call, and it fails.
     app.fake
         .mock("GET", &repo_path(&format!("/pulls/{PR}")), 3, |_| {
             ResponseTemplate::new(500).set_body_json(json!({ "message": "Server Error" }))
@@ -387,7 +412,7 @@ async fn fork_run_rerequest_and_rerun() {
         .await;
     app.mount_no_config(2).await;
     app.mount_evidence(2).await;
-    app.mount_diff(2).await;
+    app.mount_pull(0, 2).await;
     app.mount_no_check_run_yet(1).await;
     app.fake
         .mock("POST", &check_runs, 1, |_| {
@@ -477,23 +502,27 @@ async fn superseded_head_is_skipped() {
         })
         .await;
 
+    // GitHub says the pull request's head is NEW, whenever asked.
+    app.fake
+        .mock("GET", &repo_path(&format!("/pulls/{PR}")), 3, |_| {
+            ResponseTemplate::new(200).set_body_json(pull_json(NEW))
+        })
+        .await;
+
     app.deliver("pull_request", &pull_request_opened()).await;
     app.deliver("pull_request", &pull_request_synchronize(NEW)).await;
-    // The opened job (old head) was superseded in the queue; only the new head's job runs.
-    assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
-    let body = body_of(&app.fake.requests("POST", &check_runs).await[0]);
-    assert_eq!(body["head_sha"], NEW);
+    // The opened job (old head) learns from GitHub that the head moved on and does nothing;
+    // only the new head gets a check run.
+    assert_eq!(app.worker.run_until_idle().await.unwrap(), 2);
+    let created = app.fake.requests("POST", &check_runs).await;
+    assert_eq!(created.len(), 1);
+    assert_eq!(body_of(&created[0])["head_sha"], NEW);
 
-    // The old head's evidence arrives late: skipped without a single GitHub call.
+    // The old head's evidence arrives late: its pull request is no longer at that head, so
+    // nothing is judged or published.
     app.deliver("workflow_run", &workflow_run_completed()).await;
     assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
-    let jobs = app.store.jobs().await.unwrap();
-    let states: Vec<(String, JobState)> = jobs.iter().map(|j| (j.event.clone(), j.state)).collect();
-    assert!(
-        states.contains(&("pull_request".into(), JobState::Superseded)),
-        "{states:?}"
-    );
-    assert!(states.contains(&("workflow_run".into(), JobState::Done)), "{states:?}");
+    assert_deliveries_done(&app).await;
     app.fake.verify().await;
 }
 
@@ -504,6 +533,7 @@ async fn no_evidence_in_time_completes_inconclusive() {
     let check_runs = repo_path("/check-runs");
     let check_run = repo_path(&format!("/check-runs/{CHECK_RUN_ID}"));
     app.mount_no_config(1).await;
+    app.mount_pull(1, 0).await;
     let listed = Arc::new(AtomicUsize::new(0));
     app.fake
         .mock(

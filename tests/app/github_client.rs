@@ -275,6 +275,7 @@ fn check_run_json(id: u64, external_id: &str) -> Value {
     v["name"] = json!("flakegate");
     v["head_sha"] = json!(SHA);
     v["external_id"] = json!(external_id);
+    v["app"]["id"] = json!(crate::support::fake_github::APP_ID);
     v
 }
 
@@ -344,33 +345,34 @@ async fn check_run_with_120_annotations_takes_three_requests() {
     fake.verify().await;
 }
 
+/// Only this App's check run is "ours": one of the same name and external id made by another
+/// app (a workflow's token with `checks: write`, say) is never returned to be updated.
 #[tokio::test]
-async fn existing_check_run_is_found_and_updated_not_duplicated() {
+async fn existing_check_run_is_found_only_among_our_apps() {
     let fake = FakeGithub::start().await;
     let list = format!("/repos/octo-org/octo-repo/commits/{SHA}/check-runs");
-    fake.mock("GET", &list, 1, |req| {
+    fake.mock("GET", &list, 2, |req| {
         assert!(req.url.query().unwrap().contains("check_name=flakegate"));
+        let mut foreign = check_run_json(7, "pr-5");
+        foreign["app"]["id"] = json!(15368);
+        foreign["conclusion"] = json!("success");
         ResponseTemplate::new(200).set_body_json(json!({
-            "total_count": 2,
-            "check_runs": [check_run_json(5, "pr-4"), check_run_json(6, "pr-5")],
+            "total_count": 3,
+            "check_runs": [foreign, check_run_json(5, "pr-4"), check_run_json(6, "pr-5")],
         }))
     })
     .await;
-    fake.mock("PATCH", "/repos/octo-org/octo-repo/check-runs/6", 1, |_| {
-        ResponseTemplate::new(200).set_body_json(check_run_json(6, "pr-5"))
-    })
-    .await;
-    let mut fields = CheckRunFields::new("pr-5", CheckStatus::Queued);
-    fields.output = Some(CheckOutput {
-        title: "Waiting".into(),
-        summary: "waiting for evidence".into(),
-        ..Default::default()
-    });
-    let run = client(&fake)
-        .upsert_check_run(&repo(), &CommitSha::from(SHA), &fields)
+    let c = client(&fake);
+    let found = c
+        .find_check_run(&repo(), &CommitSha::from(SHA), "flakegate", "pr-5")
         .await
         .unwrap();
-    assert_eq!(run.id, 6);
+    assert_eq!(found.map(|r| r.id), Some(6));
+    let none = c
+        .find_check_run(&repo(), &CommitSha::from(SHA), "flakegate", "pr-9")
+        .await
+        .unwrap();
+    assert_eq!(none, None);
     fake.verify().await;
 }
 

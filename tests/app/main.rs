@@ -9,6 +9,7 @@ mod deploy;
 mod end_to_end;
 mod github_client;
 mod scenarios;
+mod stolen_verdicts;
 mod store;
 mod support;
 mod webhook;

@@ -16,24 +16,24 @@ use std::time::Duration;
 
 const MARKER: &str = flakegate::publish::COMMENT_MARKER;
 
-async fn start() -> (App, FakeRepo) {
+pub(crate) async fn start() -> (App, FakeRepo) {
     start_with(RetryPolicy::default()).await
 }
 
-async fn start_with(policy: RetryPolicy) -> (App, FakeRepo) {
+pub(crate) async fn start_with(policy: RetryPolicy) -> (App, FakeRepo) {
     let app = App::start(policy).await;
     let repo = FakeRepo::mount(&app.fake, OWNER, NAME).await;
     (app, repo)
 }
 
 /// Tear down strictly: no invalid, unauthenticated or unmatched request was seen.
-async fn finish(app: App) {
+pub(crate) async fn finish(app: App) {
     let App { fake, .. } = app;
     fake.verify().await;
 }
 
 /// pull_request opened, then the evidence run completes; both jobs processed.
-async fn open_then_evidence(app: &App, pr: u64, c: &Case, run_id: u64) {
+pub(crate) async fn open_then_evidence(app: &App, pr: u64, c: &Case, run_id: u64) {
     app.deliver(
         "pull_request",
         &pull_request_event("opened", pr, &c.base_sha, &c.head_sha),
@@ -49,37 +49,37 @@ async fn open_then_evidence(app: &App, pr: u64, c: &Case, run_id: u64) {
 }
 
 /// The one check run on `head`.
-fn the_check(repo: &FakeRepo, head: &str) -> CheckRunState {
+pub(crate) fn the_check(repo: &FakeRepo, head: &str) -> CheckRunState {
     let runs = repo.check_runs_for(head);
     assert_eq!(runs.len(), 1, "exactly one check run on {head}: {runs:#?}");
     runs.into_iter().next().unwrap()
 }
 
 /// The one comment the App wrote on `pr`.
-fn the_comment(repo: &FakeRepo, pr: u64) -> CommentState {
+pub(crate) fn the_comment(repo: &FakeRepo, pr: u64) -> CommentState {
     let cs: Vec<CommentState> = repo.comments(pr).into_iter().filter(|c| c.by_app).collect();
     assert_eq!(cs.len(), 1, "exactly one comment by the App on #{pr}: {cs:#?}");
     cs.into_iter().next().unwrap()
 }
 
 /// The evidence record in the check run's `text`.
-fn record(c: &CheckRunState) -> Value {
+pub(crate) fn record(c: &CheckRunState) -> Value {
     let text = c.text.as_deref().expect("the check run has a text");
     let start = text.find("```json\n").expect("a json block") + "```json\n".len();
     let end = start + text[start..].find("\n```").expect("the block closes");
     serde_json::from_str(&text[start..end]).expect("the block is JSON")
 }
 
-fn title(c: &CheckRunState) -> &str {
+pub(crate) fn title(c: &CheckRunState) -> &str {
     c.title.as_deref().unwrap_or("")
 }
 
-fn summary(c: &CheckRunState) -> &str {
+pub(crate) fn summary(c: &CheckRunState) -> &str {
     c.summary.as_deref().unwrap_or("")
 }
 
 /// Completed with `conclusion`, titled `verdict: …`.
-fn assert_verdict(c: &CheckRunState, verdict: &str, conclusion: &str) {
+pub(crate) fn assert_verdict(c: &CheckRunState, verdict: &str, conclusion: &str) {
     assert_eq!(c.status, "completed", "{c:#?}");
     assert_eq!(c.conclusion.as_deref(), Some(conclusion), "{c:#?}");
     assert!(
@@ -92,7 +92,7 @@ fn assert_verdict(c: &CheckRunState, verdict: &str, conclusion: &str) {
 }
 
 /// An INCONCLUSIVE that says why (no evaluation could be done): `needles` all appear.
-fn assert_inconclusive_saying(c: &CheckRunState, needles: &[&str]) {
+pub(crate) fn assert_inconclusive_saying(c: &CheckRunState, needles: &[&str]) {
     assert_verdict(c, "INCONCLUSIVE", "failure");
     let all = format!("{}\n{}", title(c), summary(c));
     for n in needles {
@@ -305,7 +305,7 @@ async fn missing_artifact_waits_for_evidence_or_fails_the_named_workflow() {
     // No config: any workflow may bring evidence, so a run without it (lint, docs…) is ignored…
     open_then_evidence(&app, 3, &c, 1).await;
     assert_eq!(the_check(&repo, &c.head_sha).status, "queued");
-    assert_eq!(repo.calls("GET", op::PULL), 0, "nothing judged");
+    assert_eq!(repo.calls("GET", op::ARTIFACT_ZIP), 0, "nothing judged");
     // …and the check does not wait forever: at the deadline it says what it waited for.
     app.advance(Duration::from_secs(121 * 60));
     assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
@@ -716,7 +716,10 @@ async fn a_rerequest_with_no_known_run_completes_inconclusive_saying_so() {
     stage_case(&repo, 3, &c, 1);
     app.deliver("check_suite", &check_suite_rerequested(&c.head_sha)).await;
     assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
-    assert_inconclusive_saying(&the_check(&repo, &c.head_sha), &["no completed workflow run", "re-run"]);
+    assert_inconclusive_saying(
+        &the_check(&repo, &c.head_sha),
+        &["no completed run of the evidence workflow", "re-run"],
+    );
     // Nothing to re-run either.
     app.deliver(
         "check_run",
@@ -813,9 +816,9 @@ async fn two_pull_requests_sharing_a_head_get_one_check_run_and_a_comment_each()
         .filter(|r| r.name == "flakegate")
         .collect::<Vec<_>>();
     assert_eq!((ours.len(), ours[0].id), (1, existing));
-    // Published four times (two pull requests, twice), the one blind line is annotated once:
+    // Published once per run for both pull requests, the one blind line annotated once:
     // GitHub appends annotations on every update.
-    assert_eq!(ours[0].updates, 4);
+    assert_eq!(ours[0].updates, 2);
     assert_eq!(ours[0].annotations.len(), 1, "{:#?}", ours[0].annotations);
     for pr in [3, 4] {
         assert_eq!(the_comment(&repo, pr).edits, 0, "#{pr}: nothing new to say");

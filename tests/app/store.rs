@@ -5,7 +5,8 @@
 
 use chrono::{DateTime, Duration as Span, TimeZone as _, Utc};
 use flakegate::store::{
-    CommentState, Failed, JobState, NewDelivery, PgStore, Recorded, RetryPolicy, SqliteStore, Store,
+    CommentState, EvidenceRun, Failed, JobState, NewDelivery, PgStore, PrVerdict, Recorded, RetryPolicy, SqliteStore,
+    Store,
 };
 use sqlx::postgres::PgConnectOptions;
 use sqlx::Connection as _;
@@ -496,6 +497,64 @@ async fn published_annotations(db: &Db) {
     assert!(s.published_annotations("octo/repo", "aaa", 5).await.unwrap().is_empty());
 }
 
+async fn pr_verdicts(db: &Db) {
+    let s = db.open().await;
+    let v = |pr: u64, base: &str, verdict: &str, conclusion: &str| PrVerdict {
+        pr,
+        base_sha: base.to_owned(),
+        base_ref: format!("ref-{base}"),
+        verdict: verdict.to_owned(),
+        conclusion: conclusion.to_owned(),
+        title: format!("{verdict}: #{pr}"),
+    };
+    assert!(s.pr_verdicts("octo/repo", "h").await.unwrap().is_empty());
+    s.set_pr_verdict("octo/repo", "h", &v(4, "evil", "PASS", "success"))
+        .await
+        .unwrap();
+    s.set_pr_verdict("octo/repo", "h", &v(3, "main", "QUEUED", "failure"))
+        .await
+        .unwrap();
+    s.set_pr_verdict("octo/repo", "other", &v(3, "main", "FAIL", "failure"))
+        .await
+        .unwrap();
+    s.set_pr_verdict("octo/fork", "h", &v(9, "main", "FAIL", "failure"))
+        .await
+        .unwrap();
+    // Per repository and head, by pull request number.
+    assert_eq!(
+        s.pr_verdicts("octo/repo", "h").await.unwrap(),
+        [v(3, "main", "QUEUED", "failure"), v(4, "evil", "PASS", "success")]
+    );
+    // A pull request's verdict is replaced, never duplicated.
+    s.set_pr_verdict("octo/repo", "h", &v(3, "main", "INCONCLUSIVE", "failure"))
+        .await
+        .unwrap();
+    s.remove_pr_verdict("octo/repo", "h", 4).await.unwrap();
+    assert_eq!(
+        s.pr_verdicts("octo/repo", "h").await.unwrap(),
+        [v(3, "main", "INCONCLUSIVE", "failure")]
+    );
+    assert_eq!(s.pr_verdicts("octo/repo", "other").await.unwrap().len(), 1);
+    assert_eq!(s.pr_verdicts("octo/fork", "h").await.unwrap().len(), 1);
+}
+
+async fn evidence_runs(db: &Db) {
+    let s = db.open().await;
+    assert_eq!(s.evidence_run("octo/repo", "h").await.unwrap(), None);
+    let run = |id: u64| EvidenceRun {
+        run_id: id,
+        workflow_path: ".github/workflows/flakegate-evidence.yml".to_owned(),
+    };
+    s.set_evidence_run("octo/repo", "h", &run(1)).await.unwrap();
+    s.set_evidence_run("octo/repo", "h2", &run(7)).await.unwrap();
+    assert_eq!(s.evidence_run("octo/repo", "h").await.unwrap(), Some(run(1)));
+    // The run judged last is the one kept.
+    s.set_evidence_run("octo/repo", "h", &run(2)).await.unwrap();
+    assert_eq!(s.evidence_run("octo/repo", "h").await.unwrap(), Some(run(2)));
+    assert_eq!(s.evidence_run("octo/repo", "h2").await.unwrap(), Some(run(7)));
+    assert_eq!(s.evidence_run("octo/other", "h").await.unwrap(), None);
+}
+
 macro_rules! contract {
     ($($case:ident),* $(,)?) => {
         mod sqlite {
@@ -535,6 +594,8 @@ contract!(
     latest_delivery,
     latest_delivery_uses_an_index,
     published_annotations,
+    pr_verdicts,
+    evidence_runs,
 );
 
 #[tokio::test]

@@ -25,6 +25,8 @@ pub const SECRET: &str = "app-test-webhook-secret";
 pub const OWNER: &str = "octo-org";
 pub const NAME: &str = "octo-repo";
 pub const INSTALLATION: u64 = 31337;
+/// GitHub's id of the fake's repository (payloads name base repositories by id).
+pub const REPO_ID: u64 = 300029405;
 /// The evidence workflow's path, as the template installs it.
 pub const WORKFLOW: &str = ".github/workflows/flakegate-evidence.yml";
 pub const ARTIFACT: &str = "flakegate-evidence";
@@ -58,6 +60,7 @@ pub fn sample(name: &str) -> Value {
 /// Point a sample at the fake's repository and installation.
 pub fn patch_repo(p: &mut Value) {
     p["repository"]["full_name"] = json!(format!("{OWNER}/{NAME}"));
+    p["repository"]["id"] = json!(REPO_ID);
     p["repository"]["name"] = json!(NAME);
     p["repository"]["owner"]["login"] = json!(OWNER);
     p["installation"] = json!({ "id": INSTALLATION, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ==" });
@@ -93,6 +96,8 @@ pub fn workflow_run_completed(run_id: u64, head: &str, workflow_path: &str, pull
             pr["number"] = json!(number);
             pr["head"]["sha"] = json!(head);
             pr["base"]["sha"] = json!(base);
+            pr["base"]["repo"]["id"] = json!(REPO_ID);
+            pr["base"]["repo"]["url"] = json!(format!("https://api.github.com/repos/{OWNER}/{NAME}"));
             pr
         })
         .collect();
@@ -108,6 +113,7 @@ pub fn check_run_event(action: &str, head: &str, identifier: Option<&str>) -> Va
     p["check_run"]["head_sha"] = json!(head);
     p["check_run"]["external_id"] = json!(head);
     p["check_run"]["pull_requests"] = json!([]);
+    p["check_run"]["app"]["id"] = json!(super::fake_github::APP_ID);
     if let Some(id) = identifier {
         p["requested_action"] = json!({ "identifier": id });
     }
@@ -120,6 +126,7 @@ pub fn check_suite_rerequested(head: &str) -> Value {
     patch_repo(&mut p);
     p["check_suite"]["head_sha"] = json!(head);
     p["check_suite"]["pull_requests"] = json!([]);
+    p["check_suite"]["app"]["id"] = json!(super::fake_github::APP_ID);
     p
 }
 

@@ -66,7 +66,12 @@ pub struct CheckRunState {
     pub actions: Vec<Value>,
     /// PATCHes received.
     pub updates: usize,
+    /// The app that made it: the App under test, or another (say, a workflow's token).
+    pub app_id: u64,
 }
+
+/// The app id GitHub gives check runs a workflow makes with its `GITHUB_TOKEN` (`github-actions`).
+pub const GITHUB_ACTIONS_APP_ID: u64 = 15368;
 
 /// An issue comment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,6 +93,7 @@ pub struct PullState {
     pub diff: String,
     pub too_large: bool,
     pub state: String,
+    pub base_ref: String,
 }
 
 #[derive(Debug, Clone)]
@@ -199,6 +205,7 @@ impl FakeRepo {
     pub fn add_pull(&self, number: u64, base_sha: &str, head_sha: &str, diff: &str) {
         let mut st = self.st();
         let too_large = st.pulls.get(&number).is_some_and(|p| p.too_large);
+        let base_ref = st.pulls.get(&number).map_or("main".to_owned(), |p| p.base_ref.clone());
         st.pulls.insert(
             number,
             PullState {
@@ -208,8 +215,23 @@ impl FakeRepo {
                 diff: diff.to_owned(),
                 too_large,
                 state: "open".to_owned(),
+                base_ref,
             },
         );
+    }
+
+    /// Close (or reopen with `"open"`) pull request `number`.
+    pub fn set_pull_state(&self, number: u64, state: &str) {
+        if let Some(p) = self.st().pulls.get_mut(&number) {
+            p.state = state.to_owned();
+        }
+    }
+
+    /// Pull request `number`'s base branch is called `base_ref` (default `main`).
+    pub fn set_base_ref(&self, number: u64, base_ref: &str) {
+        if let Some(p) = self.st().pulls.get_mut(&number) {
+            p.base_ref = base_ref.to_owned();
+        }
     }
 
     /// The diff media type answers GitHub's 406 "too large", so the App must page the files listing.
@@ -237,6 +259,20 @@ impl FakeRepo {
 
     /// A check run that already exists on GitHub (say, from before the App's database was lost).
     pub fn add_check_run(&self, head_sha: &str, name: &str, external_id: Option<&str>, status: &str) -> u64 {
+        self.add_foreign_check_run(head_sha, name, external_id, status, None, self.app_id)
+    }
+
+    /// A check run made by app `app_id` (e.g. [`GITHUB_ACTIONS_APP_ID`]: a workflow with
+    /// `checks: write`), completed with `conclusion` when given.
+    pub fn add_foreign_check_run(
+        &self,
+        head_sha: &str,
+        name: &str,
+        external_id: Option<&str>,
+        status: &str,
+        conclusion: Option<&str>,
+        app_id: u64,
+    ) -> u64 {
         let mut st = self.st();
         let id = st.id();
         st.check_runs.push(CheckRunState {
@@ -245,7 +281,7 @@ impl FakeRepo {
             head_sha: head_sha.to_owned(),
             external_id: external_id.map(str::to_owned),
             status: status.to_owned(),
-            conclusion: None,
+            conclusion: conclusion.map(str::to_owned),
             title: None,
             summary: None,
             text: None,
@@ -253,6 +289,7 @@ impl FakeRepo {
             annotation_batches: Vec::new(),
             actions: Vec::new(),
             updates: 0,
+            app_id,
         });
         id
     }
@@ -600,6 +637,7 @@ impl FakeRepo {
                     annotation_batches: Vec::new(),
                     actions: Vec::new(),
                     updates: 0,
+                    app_id: self.app_id,
                 };
                 apply_check_body(&mut c, &body);
                 let out = self.check_run_json(&c);
@@ -610,6 +648,12 @@ impl FakeRepo {
                 let Some(c) = num(1).and_then(|id| st.check_runs.iter_mut().find(|c| c.id == id)) else {
                     return not_found();
                 };
+                if method == "PATCH" && c.app_id != self.app_id {
+                    // GitHub: an app may update only the check runs it made.
+                    return ResponseTemplate::new(403).set_body_json(json!({
+                        "message": "Invalid app_id `4242` - check run can only be modified by the GitHub App that created it.",
+                    }));
+                }
                 if method == "PATCH" {
                     apply_check_body(c, &body);
                     c.updates += 1;
@@ -686,7 +730,7 @@ impl FakeRepo {
 
     fn repo_json(&self) -> Value {
         json!({
-            "id": 1296269,
+            "id": super::app_harness::REPO_ID,
             "name": self.name,
             "full_name": self.full_name(),
             "owner": { "login": self.owner, "type": "Organization" },
@@ -702,7 +746,7 @@ impl FakeRepo {
             "html_url": format!("https://github.com/{}/pull/{}", self.full_name(), p.number),
             "user": { "login": "octocat", "type": "User" },
             "head": { "sha": p.head_sha, "ref": format!("feature-{}", p.number), "repo": self.repo_json() },
-            "base": { "sha": p.base_sha, "ref": "main", "repo": self.repo_json() },
+            "base": { "sha": p.base_sha, "ref": p.base_ref, "repo": self.repo_json() },
         })
     }
 
@@ -735,7 +779,7 @@ impl FakeRepo {
                 "text": c.text,
                 "annotations_count": c.annotations.len(),
             },
-            "app": { "id": self.app_id, "slug": "flakegate" },
+            "app": { "id": c.app_id, "slug": if c.app_id == self.app_id { "flakegate" } else { "github-actions" } },
             "pull_requests": [],
         })
     }
