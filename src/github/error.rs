@@ -1,5 +1,15 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// How long GitHub asked us to wait before trying again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// `retry-after: N` seconds (a secondary rate limit, a 429 or a 503).
+    For(Duration),
+    /// Until the primary rate limit resets (`x-ratelimit-reset`, epoch seconds): an instant,
+    /// so the worker measures it with its own clock.
+    Until(SystemTime),
+}
+
 use http::{HeaderMap, StatusCode};
 
 use super::artifact::ArtifactError;
@@ -10,10 +20,7 @@ pub enum GithubError {
     /// Try again later: 5xx, 429, a secondary rate limit (403 with `retry-after`), an exhausted
     /// primary rate limit (`x-ratelimit-remaining: 0`), or a transport error.
     #[error("GitHub is unavailable or rate limiting (retry after {retry_after:?}): {message}")]
-    Retryable {
-        retry_after: Option<Duration>,
-        message: String,
-    },
+    Retryable { retry_after: Option<Wait>, message: String },
     /// 404: the resource does not exist or the installation cannot see it.
     #[error("not found on GitHub: {0}")]
     NotFound(String),
@@ -48,7 +55,7 @@ impl GithubError {
             .and_then(|v| v.get("message").and_then(|m| m.as_str()).map(str::to_owned))
             .unwrap_or_else(|| text.chars().take(500).collect());
         let message = format!("{what}: {status}: {message}");
-        let retry_after = retry_after(headers, SystemTime::now());
+        let retry_after = retry_after(headers);
         let exhausted = header(headers, "x-ratelimit-remaining").is_some_and(|v| v.trim() == "0");
         match status.as_u16() {
             404 => GithubError::NotFound(message),
@@ -86,19 +93,16 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// How long GitHub asks us to wait: `retry-after` (seconds, or an HTTP date is not used by
-/// GitHub), else `x-ratelimit-reset` (epoch seconds) when `x-ratelimit-remaining` is 0.
-pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+/// How long GitHub asks us to wait: `retry-after` (seconds; GitHub sends no HTTP dates),
+/// else the `x-ratelimit-reset` instant (epoch seconds) when `x-ratelimit-remaining` is 0.
+pub fn retry_after(headers: &HeaderMap) -> Option<Wait> {
     if let Some(secs) = header(headers, "retry-after").and_then(|v| v.trim().parse::<u64>().ok()) {
-        return Some(Duration::from_secs(secs));
+        return Some(Wait::For(Duration::from_secs(secs)));
     }
     let exhausted = header(headers, "x-ratelimit-remaining").is_some_and(|v| v.trim() == "0");
     let reset = header(headers, "x-ratelimit-reset").and_then(|v| v.trim().parse::<u64>().ok());
     match (exhausted, reset) {
-        (true, Some(reset)) => {
-            let now = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
-            Some(Duration::from_secs(reset.saturating_sub(now)))
-        }
+        (true, Some(reset)) => Some(Wait::Until(UNIX_EPOCH + Duration::from_secs(reset))),
         _ => None,
     }
 }
@@ -120,8 +124,16 @@ mod tests {
         let e = GithubError::from_response("x", StatusCode::FORBIDDEN, &headers(&[]), br#"{"message":"nope"}"#);
         assert!(matches!(e, GithubError::Fatal { status: Some(403), .. }), "{e:?}");
         let h = headers(&[("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", "1000")]);
-        let d = retry_after(&h, UNIX_EPOCH + Duration::from_secs(940));
-        assert_eq!(d, Some(Duration::from_secs(60)));
+        assert_eq!(
+            retry_after(&h),
+            Some(Wait::Until(UNIX_EPOCH + Duration::from_secs(1000)))
+        );
+        let h = headers(&[
+            ("retry-after", "1"),
+            ("x-ratelimit-remaining", "0"),
+            ("x-ratelimit-reset", "1000"),
+        ]);
+        assert_eq!(retry_after(&h), Some(Wait::For(Duration::from_secs(1))));
         let e = GithubError::from_response("x", StatusCode::BAD_GATEWAY, &headers(&[]), b"<html>");
         assert!(matches!(e, GithubError::Retryable { retry_after: None, .. }));
         let e = GithubError::from_response("x", StatusCode::NOT_FOUND, &headers(&[]), b"");

@@ -18,5 +18,5 @@ pub mod types;
 pub use artifact::{extract_zip, ArtifactError, ArtifactLimits};
 pub use auth::AppCredentials;
 pub use client::{GithubApp, InstallationClient, DEFAULT_API_URL};
-pub use error::GithubError;
+pub use error::{GithubError, Wait};
 pub use types::*;

@@ -72,8 +72,12 @@ macro_rules! common_store_methods {
             let outcome = if attempts >= self.policy.max_attempts {
                 Failed::Dead
             } else {
-                // The server's own word (Retry-After, a rate-limit reset) wins when it asks for longer.
-                let at = (now + self.policy.backoff(attempts)).max(not_before.unwrap_or(now));
+                // GitHub's own word (Retry-After, a rate-limit reset) is kept exactly: no backoff
+                // floor delays it, and nothing runs before it.
+                let at = match not_before {
+                    Some(t) => t.max(now),
+                    None => now + self.policy.backoff_for(id, attempts),
+                };
                 Failed::Retry { at }
             };
             let (state, at) = match outcome {

@@ -103,29 +103,52 @@ pub enum Failed {
     LeaseLost,
 }
 
-/// Attempts and exponential backoff: `base * 2^(attempts-1)`, at most `cap`.
+/// Attempts and exponential backoff: `base * 2^(attempts-1)`, at most `cap`, of which up to
+/// `jitter_percent` is taken off (so jobs that failed together do not retry together). A wait
+/// GitHub asked for (`Retry-After`, a rate-limit reset) replaces the backoff exactly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     pub max_attempts: u32,
     pub base: Duration,
     pub cap: Duration,
+    /// 0 (exact doubling) to 100.
+    pub jitter_percent: u32,
 }
 
 impl Default for RetryPolicy {
+    /// About 1 s, doubling to 15 s: a check is queued or judged within seconds of GitHub
+    /// recovering; 30 attempts ride out about 7 minutes of failures before INCONCLUSIVE.
     fn default() -> Self {
         RetryPolicy {
-            max_attempts: 5,
-            base: Duration::from_secs(30),
-            cap: Duration::from_secs(3600),
+            max_attempts: 30,
+            base: Duration::from_secs(1),
+            cap: Duration::from_secs(15),
+            jitter_percent: 50,
         }
     }
 }
 
 impl RetryPolicy {
-    /// Delay before the next try after `attempts` failures (attempts >= 1).
+    /// The delay before the next try after `attempts` failures (attempts >= 1), without jitter.
     pub fn backoff(&self, attempts: u32) -> Duration {
         let exp = attempts.saturating_sub(1).min(30);
         self.base.saturating_mul(1u32 << exp).min(self.cap)
+    }
+
+    /// [`backoff`](Self::backoff) less its jitter: between `1 - jitter_percent/100` and 1 times
+    /// it, chosen by a hash of `job` and `attempts` (deterministic, so a test's clock can
+    /// step to it; different jobs spread apart).
+    pub fn backoff_for(&self, job: JobId, attempts: u32) -> Duration {
+        let full = self.backoff(attempts);
+        let jitter = u128::from(self.jitter_percent.min(100));
+        // splitmix64: a well-mixed fraction in [0, 1) as u / 2^32.
+        let mut z = (job.0 as u64) ^ (u64::from(attempts) << 40) ^ 0x9e37_79b9_7f4a_7c15;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        let u = u128::from((z ^ (z >> 31)) >> 32);
+        let full_ns = full.as_nanos();
+        let off = (full_ns * jitter / 100 * u) >> 32;
+        Duration::from_nanos(u64::try_from(full_ns - off).unwrap_or(u64::MAX))
     }
 }
 
@@ -270,4 +293,33 @@ pub(crate) mod sql {
                              attempts + CASE WHEN state = 'running' THEN 1 ELSE 0 END WHERE id = (SELECT id FROM jobs \
                              WHERE (state = 'queued' AND next_attempt_at <= $3) OR (state = 'running' AND lease_until \
                              <= $3) ORDER BY next_attempt_at, id LIMIT 1 {lock}) RETURNING ";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_to_the_cap_less_at_most_its_jitter() {
+        let p = RetryPolicy::default();
+        assert_eq!(p.backoff(1), Duration::from_secs(1));
+        assert_eq!(p.backoff(3), Duration::from_secs(4));
+        assert_eq!(p.backoff(10), Duration::from_secs(15));
+        let mut seen = std::collections::BTreeSet::new();
+        for job in 0..200 {
+            for attempts in 1..6 {
+                let full = p.backoff(attempts);
+                let d = p.backoff_for(JobId(job), attempts);
+                assert!(d <= full && d >= full / 2, "{d:?} of {full:?}");
+                assert_eq!(d, p.backoff_for(JobId(job), attempts), "deterministic");
+                if attempts == 1 {
+                    seen.insert(d.as_millis() / 50);
+                }
+            }
+        }
+        // Jobs failing together spread over the window (ten 50 ms buckets between 0.5 s and 1 s).
+        assert!(seen.len() >= 9, "{seen:?}");
+        let exact = RetryPolicy { jitter_percent: 0, ..p };
+        assert_eq!(exact.backoff_for(JobId(7), 2), Duration::from_secs(2));
+    }
 }

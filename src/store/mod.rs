@@ -99,8 +99,8 @@ impl Store {
         dispatch!(self, s => s.fail(id, worker, error, now, None).await)
     }
 
-    /// [`Store::fail`], but not retried before `not_before` (GitHub's `Retry-After`
-    /// or rate-limit reset) when that is later than the backoff.
+    /// [`Store::fail`], but retried at `not_before` (GitHub's `Retry-After` or rate-limit
+    /// reset) instead of after the backoff: never earlier, and no later.
     pub async fn fail_not_before(
         &self,
         id: JobId,

@@ -15,7 +15,7 @@ use crate::evidence::assemble::{ConfigRead, Named};
 use crate::gate::config::{Config, CONFIG_PATH};
 use crate::github::event::{Envelope, Event, PullRequestEvent, RequestedAction};
 use crate::github::{
-    ArtifactLimits, CommitSha, GithubApp, GithubError, InstallationClient, InstallationId, PullNumber, RepoName,
+    ArtifactLimits, CommitSha, GithubApp, GithubError, InstallationClient, InstallationId, PullNumber, RepoName, Wait,
     CHECK_NAME,
 };
 use crate::publish;
@@ -97,8 +97,8 @@ impl std::fmt::Debug for Worker {
 enum Failure {
     /// Try again after the store's backoff.
     Retryable(String),
-    /// Try again, not before this long (GitHub's `Retry-After` or rate-limit reset).
-    RetryAfter(String, std::time::Duration),
+    /// Try again when GitHub said (`Retry-After` or the rate-limit reset), not before.
+    RetryAfter(String, Wait),
     /// Retrying will not help: publish INCONCLUSIVE saying this.
     Fatal(String),
 }
@@ -117,6 +117,14 @@ impl From<GithubError> for Failure {
         } else {
             Failure::Fatal(e.to_string())
         }
+    }
+}
+
+/// When GitHub's `wait` ends, measured from `now` on the worker's clock.
+fn wait_until(now: DateTime<Utc>, wait: Wait) -> DateTime<Utc> {
+    match wait {
+        Wait::For(d) => chrono::Duration::from_std(d).map_or(now, |d| now + d),
+        Wait::Until(t) => DateTime::<Utc>::from(t).max(now),
     }
 }
 
@@ -280,7 +288,7 @@ impl Worker {
                 Err(failure @ (Failure::Retryable(_) | Failure::RetryAfter(..))) => {
                     let now = self.now();
                     let (msg, not_before) = match failure {
-                        Failure::RetryAfter(msg, wait) => (msg, chrono::Duration::from_std(wait).ok().map(|w| now + w)),
+                        Failure::RetryAfter(msg, wait) => (msg, Some(wait_until(now, wait))),
                         Failure::Retryable(msg) | Failure::Fatal(msg) => (msg, None),
                     };
                     match self
@@ -557,7 +565,7 @@ mod tests {
 
     #[test]
     fn github_waits_become_the_retry_time() {
-        let wait = std::time::Duration::from_secs(7);
+        let wait = Wait::For(std::time::Duration::from_secs(7));
         let e = GithubError::Retryable {
             retry_after: Some(wait),
             message: "429".into(),
@@ -572,6 +580,12 @@ mod tests {
             Failure::from(GithubError::NotFound("x".into())),
             Failure::Fatal(_)
         ));
+        let now = DateTime::<Utc>::from(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1000));
+        let reset = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1090);
+        assert_eq!(wait_until(now, Wait::Until(reset)), DateTime::<Utc>::from(reset));
+        assert_eq!(wait_until(now, wait), now + chrono::Duration::seconds(7));
+        // A reset already past: at once, never before now.
+        assert_eq!(wait_until(now, Wait::Until(std::time::UNIX_EPOCH)), now);
     }
 
     #[test]

@@ -348,6 +348,7 @@ async fn github_failing_until_attempts_run_out_completes_inconclusive() {
         max_attempts: 3,
         base: Duration::from_secs(30),
         cap: Duration::from_secs(3600),
+        jitter_percent: 50,
     };
     let app = App::start(policy).await;
     let check_runs = repo_path("/check-runs");

@@ -525,8 +525,24 @@ async fn a_ledger_the_patch_edits_is_reported_and_the_base_one_obeyed() {
 
 // ---- f. GitHub failing, then rate limiting ------------------------------------------------------
 
+/// The job's next attempt time, as the store has it.
+async fn next_attempt(app: &App, event: &str) -> chrono::DateTime<chrono::Utc> {
+    let jobs = app.store.jobs().await.unwrap();
+    jobs.into_iter().find(|j| j.event == event).unwrap().next_attempt_at
+}
+
+/// Step the injected clock to `at`: nothing is due a millisecond before, the job is at `at`.
+async fn due_exactly_at(app: &App, at: chrono::DateTime<chrono::Utc>) {
+    let now = (app.clock())();
+    let wait = (at - now).to_std().expect("the retry is in the future");
+    app.advance(wait - Duration::from_millis(1));
+    assert_eq!(app.worker.run_until_idle().await.unwrap(), 0, "not before {at}");
+    app.advance(Duration::from_millis(1));
+    assert_eq!(app.worker.run_until_idle().await.unwrap(), 1, "at {at}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_502_then_a_429_on_the_check_run_update_are_retried_and_publish_once() {
+async fn a_502_a_429_and_a_rate_limit_are_retried_when_due_and_publish_once() {
     let (app, repo) = start().await;
     let c = case("some_frozen");
     stage_case(&repo, 3, &c, 1);
@@ -537,25 +553,44 @@ async fn a_502_then_a_429_on_the_check_run_update_are_retried_and_publish_once()
     .await;
     assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
 
+    let t0 = (app.clock())();
+    let reset_at = t0.timestamp() + 1 + 1 + 90;
     repo.fail_next("PATCH", op::CHECK_RUN, 1, 502, &[]);
-    repo.fail_next("PATCH", op::CHECK_RUN, 1, 429, &[("retry-after", "120")]);
+    repo.fail_next("PATCH", op::CHECK_RUN, 1, 429, &[("retry-after", "1")]);
+    let reset = reset_at.to_string();
+    repo.fail_next(
+        "PATCH",
+        op::CHECK_RUN,
+        1,
+        403,
+        &[("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", reset.as_str())],
+    );
     app.deliver(
         "workflow_run",
         &workflow_run_completed(1, &c.head_sha, WORKFLOW, &[(3, &c.base_sha)]),
     )
     .await;
-    // Attempt 1: the 502. Retried after the 30 s backoff, not before.
+    // Attempt 1: the 502. Retried after about a second (the first backoff, less its jitter).
     assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
-    assert_eq!(app.worker.run_until_idle().await.unwrap(), 0);
-    app.advance(Duration::from_secs(30));
-    // Attempt 2: the 429 asks for 120 s, longer than the 60 s backoff: GitHub's word wins.
-    assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
-    app.advance(Duration::from_secs(119));
-    assert_eq!(app.worker.run_until_idle().await.unwrap(), 0, "not before Retry-After");
-    app.advance(Duration::from_secs(1));
-    assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
+    let retry = next_attempt(&app, "workflow_run").await;
+    let wait = retry - t0;
+    assert!(
+        wait >= chrono::Duration::milliseconds(500) && wait <= chrono::Duration::seconds(1),
+        "{wait}"
+    );
+    // Attempt 2 when due: the 429 asks for 1 s, and gets exactly that.
+    due_exactly_at(&app, retry).await;
+    let retry_after = next_attempt(&app, "workflow_run").await;
+    assert_eq!(retry_after, retry + chrono::Duration::seconds(1));
+    // Attempt 3 then: the primary rate limit is exhausted until its reset instant.
+    due_exactly_at(&app, retry_after).await;
+    let at_reset = next_attempt(&app, "workflow_run").await;
+    assert_eq!(at_reset.timestamp(), reset_at);
+    assert_eq!(at_reset.timestamp_subsec_millis(), 0);
+    // Attempt 4 at the reset publishes.
+    due_exactly_at(&app, at_reset).await;
 
-    assert_eq!(repo.calls("PATCH", op::CHECK_RUN), 3);
+    assert_eq!(repo.calls("PATCH", op::CHECK_RUN), 4);
     let check = the_check(&repo, &c.head_sha);
     assert_verdict(&check, "PASS_WITH_CAVEAT", "success");
     assert_eq!(check.updates, 1, "the failed updates changed nothing");
@@ -569,8 +604,8 @@ async fn a_502_then_a_429_on_the_check_run_update_are_retried_and_publish_once()
         .into_iter()
         .find(|j| j.event == "workflow_run")
         .unwrap();
-    assert_eq!((job.state, job.attempts), (JobState::Done, 2));
-    assert!(job.last_error.unwrap().contains("429"));
+    assert_eq!((job.state, job.attempts), (JobState::Done, 3));
+    assert!(job.last_error.unwrap().contains("403"));
     finish(app).await;
 }
 
