@@ -20,7 +20,7 @@ use crate::github::{
 };
 use crate::publish;
 use crate::runtime::{Clock, Shutdown, Task};
-use crate::store::{Failed, Job, NewDelivery, PrVerdict, Store};
+use crate::store::{Failed, Job, JobId, NewDelivery, PrVerdict, Store};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +40,8 @@ pub struct WorkerConfig {
     pub artifact_limits: ArtifactLimits,
     /// How long a claimed job is ours before another worker may take it.
     pub lease: Duration,
+    /// How often the lease of the job in hand is renewed while it runs (at most half the lease).
+    pub heartbeat: Duration,
     /// How often `run` looks for due jobs when the queue is empty.
     pub poll_interval: Duration,
     /// Lease owner name in the store.
@@ -53,6 +55,7 @@ impl Default for WorkerConfig {
         WorkerConfig {
             artifact_limits: ArtifactLimits::default(),
             lease: Duration::from_secs(600),
+            heartbeat: Duration::from_secs(150),
             poll_interval: Duration::from_secs(1),
             worker_id: default_worker_id(),
             scratch_dir: std::env::temp_dir(),
@@ -80,6 +83,8 @@ pub struct Worker {
     github: Arc<GithubApp>,
     config: WorkerConfig,
     clock: Clock,
+    /// The job being processed, and how to tell it its lease was lost.
+    in_hand: std::sync::Mutex<Option<(JobId, Arc<tokio::sync::Notify>)>>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -191,6 +196,7 @@ impl Worker {
             github: Arc::new(github),
             config,
             clock,
+            in_hand: std::sync::Mutex::new(None),
         }
     }
 
@@ -259,8 +265,59 @@ impl Worker {
         }
     }
 
-    /// Process one claimed job and record the outcome in the store.
+    /// Renew the lease of the job in hand until `now + lease` (the heartbeat calls this every
+    /// `heartbeat`). `Some(false)`: the lease was lost — it expired and another worker claimed
+    /// the job — so the job in hand is abandoned before it publishes anything more. `None`:
+    /// no job in hand.
+    pub async fn heartbeat(&self) -> anyhow::Result<Option<bool>> {
+        let in_hand = self.in_hand.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let Some((id, lost)) = in_hand else { return Ok(None) };
+        let held = self
+            .store
+            .renew(id, &self.config.worker_id, self.now(), self.config.lease)
+            .await?;
+        if !held {
+            lost.notify_one();
+        }
+        Ok(Some(held))
+    }
+
+    /// Process one claimed job with its lease renewed while it runs; a job whose lease is lost
+    /// is dropped where it stands (the worker now holding it decides its outcome).
     async fn handle(&self, job: &Job) -> anyhow::Result<()> {
+        let lost = Arc::new(tokio::sync::Notify::new());
+        *self.in_hand.lock().unwrap_or_else(|p| p.into_inner()) = Some((job.id, lost.clone()));
+        let every = self
+            .config
+            .heartbeat
+            .min(self.config.lease / 2)
+            .max(Duration::from_millis(10));
+        let beat = async {
+            loop {
+                tokio::time::sleep(every).await;
+                match self.heartbeat().await {
+                    Ok(Some(false)) => return,
+                    Ok(_) => {}
+                    // The store may be restarting: the lease is not lost yet; try again next beat.
+                    Err(e) => tracing::warn!(job = %job.id, "renewing the lease failed: {e:#}"),
+                }
+            }
+        };
+        let abandoned = || {
+            tracing::warn!(job = %job.id, "lease lost to another worker: this job was abandoned");
+            Ok(())
+        };
+        let result = tokio::select! {
+            r = self.handle_leased(job) => r,
+            () = beat => abandoned(),
+            () = lost.notified() => abandoned(),
+        };
+        *self.in_hand.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        result
+    }
+
+    /// Process one claimed job and record the outcome in the store.
+    async fn handle_leased(&self, job: &Job) -> anyhow::Result<()> {
         let span = tracing::info_span!(
             "job",
             job = %job.id,

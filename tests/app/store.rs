@@ -498,6 +498,26 @@ async fn published_annotations(db: &Db) {
     assert!(s.published_annotations("octo/repo", "aaa", 5).await.unwrap().is_empty());
 }
 
+async fn renew(db: &Db) {
+    let s = db.open().await;
+    s.record_delivery(&delivery("d1", 1, "a"), t0()).await.unwrap();
+    let job = s.claim("w1", t0(), LEASE).await.unwrap().unwrap();
+    // Renewed 50 s in: the lease now runs to 110 s.
+    assert!(s.renew(job.id, "w1", t0() + Span::seconds(50), LEASE).await.unwrap());
+    assert_eq!(s.claim("w2", t0() + Span::seconds(109), LEASE).await.unwrap(), None);
+    let taken = s.claim("w2", t0() + Span::seconds(110), LEASE).await.unwrap().unwrap();
+    assert_eq!((taken.id, taken.attempts), (job.id, 1));
+    // The first worker can neither renew nor complete what it lost.
+    assert!(!s.renew(job.id, "w1", t0() + Span::seconds(111), LEASE).await.unwrap());
+    assert!(!s.complete(job.id, "w1").await.unwrap());
+    assert!(s.renew(job.id, "w2", t0() + Span::seconds(111), LEASE).await.unwrap());
+    assert!(s.complete(job.id, "w2").await.unwrap());
+    assert!(
+        !s.renew(job.id, "w2", t0() + Span::seconds(112), LEASE).await.unwrap(),
+        "done: nothing to renew"
+    );
+}
+
 async fn pr_verdicts(db: &Db) {
     let s = db.open().await;
     let v = |pr: u64, base: &str, verdict: &str, conclusion: &str| PrVerdict {
@@ -597,6 +617,7 @@ contract!(
     published_annotations,
     pr_verdicts,
     evidence_runs,
+    renew,
 );
 
 #[tokio::test]

@@ -231,9 +231,45 @@ impl App {
 
     /// Start with the worker's configuration adjusted by `tweak` (limits, lease, id).
     pub async fn start_with(policy: RetryPolicy, tweak: impl FnOnce(&mut WorkerConfig)) -> App {
-        let fake = FakeGithub::start().await;
         let dir = tempfile::tempdir().unwrap();
         let db_url = format!("sqlite://{}?mode=rwc", dir.path().join("flakegate.db").display());
+        Self::start_on(dir, db_url, policy, tweak).await
+    }
+
+    /// [`start_with`](Self::start_with) on a PostgreSQL database of its own (named after `case`)
+    /// in the test PostgreSQL (`support::postgres`): several workers can share it as several
+    /// instances of the App would.
+    pub async fn start_postgres(case: &str, policy: RetryPolicy, tweak: impl FnOnce(&mut WorkerConfig)) -> App {
+        use sqlx::Connection as _;
+        let server = super::postgres::url();
+        let name = format!("app_{case}_{}", std::process::id());
+        let mut conn = sqlx::PgConnection::connect(&server)
+            .await
+            .unwrap_or_else(|e| panic!("PostgreSQL is required for this test and is not reachable at {server}: {e}"));
+        sqlx::raw_sql(&format!("DROP DATABASE IF EXISTS {name}"))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        sqlx::raw_sql(&format!("CREATE DATABASE {name}"))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        Self::start_on(
+            tempfile::tempdir().unwrap(),
+            with_database(&server, &name),
+            policy,
+            tweak,
+        )
+        .await
+    }
+
+    async fn start_on(
+        dir: tempfile::TempDir,
+        db_url: String,
+        policy: RetryPolicy,
+        tweak: impl FnOnce(&mut WorkerConfig),
+    ) -> App {
+        let fake = FakeGithub::start().await;
         let store = Arc::new(Store::open(&db_url, policy).await.unwrap());
         // The fixture evidence was made for 2026-11-20.
         let start: DateTime<Utc> = Utc.with_ymd_and_hms(2026, 11, 20, 12, 0, 0).unwrap();
@@ -317,6 +353,21 @@ impl App {
         assert_eq!(status, 202, "{event}: {body}");
         id
     }
+}
+
+/// `url` (`postgres://…/db?params`) naming database `name` instead.
+fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
+    let authority_end = base.find("://").map_or(0, |i| i + 3);
+    let path = base[authority_end..]
+        .find('/')
+        .map_or(base.len(), |i| authority_end + i);
+    let mut out = format!("{}/{name}", &base[..path]);
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(q);
+    }
+    out
 }
 
 /// A GitHub App client for `fake` with the test-only key.
