@@ -276,21 +276,35 @@ enum Kind {
     CheckSuiteRerequested,
 }
 
-/// The one table of what the App acts on.
+/// The one table of what the App acts on: `X-GitHub-Event`, `action`, kind.
+const ACCEPTED: &[(&str, &str, Kind)] = &[
+    ("pull_request", "opened", Kind::PullRequest),
+    ("pull_request", "synchronize", Kind::PullRequest),
+    ("pull_request", "reopened", Kind::PullRequest),
+    ("pull_request", "ready_for_review", Kind::PullRequest),
+    // Only a retarget (`changes.base`) becomes work; `parse` ignores other edits.
+    ("pull_request", "edited", Kind::PullRequestEdited),
+    ("workflow_run", "completed", Kind::WorkflowRunCompleted),
+    ("check_run", "rerequested", Kind::CheckRunRerequested),
+    ("check_run", "requested_action", Kind::CheckRunRequestedAction),
+    ("check_suite", "rerequested", Kind::CheckSuiteRerequested),
+];
+
 fn kind(name: &str, action: Option<&str>) -> Option<Kind> {
-    Some(match (name, action) {
-        ("pull_request", Some("opened" | "synchronize" | "reopened" | "ready_for_review")) => Kind::PullRequest,
-        // Only a retarget (`changes.base`) becomes work; `parse` ignores other edits.
-        ("pull_request", Some("edited")) => Kind::PullRequestEdited,
-        ("workflow_run", Some("completed")) => Kind::WorkflowRunCompleted,
-        ("check_run", Some("rerequested")) => Kind::CheckRunRerequested,
-        ("check_run", Some("requested_action")) => Kind::CheckRunRequestedAction,
-        ("check_suite", Some("rerequested")) => Kind::CheckSuiteRerequested,
-        _ => return None,
-    })
+    let action = action?;
+    ACCEPTED
+        .iter()
+        .find(|(n, a, _)| *n == name && *a == action)
+        .map(|(_, _, k)| *k)
 }
 
 impl Event {
+    /// Every `X-GitHub-Event` + `action` pair that can become work (the App manifest must
+    /// subscribe to each event named here, and to no other).
+    pub fn accepted() -> impl Iterator<Item = (&'static str, &'static str)> {
+        ACCEPTED.iter().map(|(n, a, _)| (*n, *a))
+    }
+
     /// Whether a delivery of `name` with `action` becomes work (the App manifest's
     /// events must all have an accepted action).
     pub fn accepts(name: &str, action: Option<&str>) -> bool {
@@ -344,12 +358,17 @@ impl Event {
                 pr: e.number(),
                 head_sha: Some(e.pull_request.head.sha.clone()),
             },
+            // The first pull request into this repository: a fork's own are listed too.
             Event::WorkflowRunCompleted(e) => Facts {
                 pr: e
                     .workflow_run
                     .pull_requests
-                    .as_deref()
-                    .and_then(|p| p.first())
+                    .iter()
+                    .flatten()
+                    .find(|p| {
+                        let base = p.base.as_ref().and_then(|b| b.repo.as_ref()).and_then(|r| r.id);
+                        base.is_some() && base == e.envelope.repository.id
+                    })
                     .and_then(|p| p.number),
                 head_sha: Some(e.workflow_run.head_sha.clone()),
             },

@@ -116,13 +116,13 @@ pub struct RetryPolicy {
 }
 
 impl Default for RetryPolicy {
-    /// About 1 s, doubling to 15 s: a check is queued or judged within seconds of GitHub
-    /// recovering; 30 attempts ride out about 7 minutes of failures before INCONCLUSIVE.
+    /// About 1 s, doubling to 8 s: a check is queued or judged within seconds of GitHub
+    /// recovering; 50 attempts ride out 3 to 6 minutes of failures before INCONCLUSIVE.
     fn default() -> Self {
         RetryPolicy {
-            max_attempts: 30,
+            max_attempts: 50,
             base: Duration::from_secs(1),
-            cap: Duration::from_secs(15),
+            cap: Duration::from_secs(8),
             jitter_percent: 50,
         }
     }
@@ -304,7 +304,7 @@ mod tests {
         let p = RetryPolicy::default();
         assert_eq!(p.backoff(1), Duration::from_secs(1));
         assert_eq!(p.backoff(3), Duration::from_secs(4));
-        assert_eq!(p.backoff(10), Duration::from_secs(15));
+        assert_eq!(p.backoff(10), Duration::from_secs(8));
         let mut seen = std::collections::BTreeSet::new();
         for job in 0..200 {
             for attempts in 1..6 {
