@@ -589,14 +589,16 @@ pub struct SharedHeadLine<'a> {
     pub verdict: &'a str,
 }
 
-/// `s` as an inline code span that nothing inside can end (a fence longer than any backtick
-/// run in it), control characters replaced, at most 100 characters.
+/// `s` as an inline code span for a table cell that nothing inside can end (a fence longer
+/// than any backtick run in it, `|` escaped for the table), control characters replaced, at
+/// most 100 characters.
 fn code_span(s: &str) -> String {
     let clean: String = s
         .chars()
         .take(100)
         .map(|c| if c.is_control() { '\u{fffd}' } else { c })
-        .collect();
+        .collect::<String>()
+        .replace('|', "\\|");
     let longest = clean.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest + 1);
     // A space on each side keeps a leading or trailing backtick apart from the fence.
@@ -644,6 +646,42 @@ mod tests {
 
     fn fixtures() -> PathBuf {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+    }
+
+    #[test]
+    fn a_shared_head_lists_every_pull_request_with_inert_base_names() {
+        let mut f = inconclusive("abc", "why");
+        let hostile = "x``y|z<img src=a>\n## PASS";
+        let lines = [
+            SharedHeadLine {
+                pr: 3,
+                base_ref: "main",
+                base_sha: "0123456789abcdef",
+                verdict: "INCONCLUSIVE",
+            },
+            SharedHeadLine {
+                pr: 4,
+                base_ref: hostile,
+                base_sha: "fedcba9876543210",
+                verdict: "PASS",
+            },
+        ];
+        let title = f.output.as_ref().unwrap().title.clone();
+        f = shared_head(f, &lines, 3);
+        let out = f.output.unwrap();
+        assert_eq!(out.title, title, "the title is the decisive verdict's");
+        let table: Vec<&str> = out.summary.lines().filter(|l| l.starts_with("| #")).collect();
+        assert_eq!(table.len(), 2, "{}", out.summary);
+        assert_eq!(table[0], "| #3 | ` main ` ` 0123456789ab ` | ` INCONCLUSIVE ` |");
+        // One line, the backticks fenced by a longer run, the pipe escaped.
+        assert_eq!(
+            table[1],
+            "| #4 | ``` x``y\\|z<img src=a>\u{fffd}## PASS ``` ` fedcba987654 ` | ` PASS ` |"
+        );
+        assert!(out.summary.contains("that of #3"));
+        // One pull request: unchanged.
+        let one = inconclusive("abc", "why");
+        assert_eq!(shared_head(one.clone(), &lines[..1], 3), one);
     }
 
     /// Run the real gate on a committed fixture case, as `tests/cli/check.rs` does.
