@@ -33,8 +33,19 @@ pub(super) enum Judged {
     NotEvidence,
     /// A verdict, with the config it was reached under.
     Report(Box<Report>, Box<Config>),
-    /// No verdict could be reached: INCONCLUSIVE saying why.
-    Failed(String),
+    /// No verdict could be reached: INCONCLUSIVE saying why. `evidence`: the run is this
+    /// pull request's evidence workflow (known only once its config could be read).
+    Failed { why: String, evidence: bool },
+}
+
+/// A failure retrying cannot fix becomes the pull request's INCONCLUSIVE (`Ok(Err(why))`);
+/// a retryable one fails the job.
+fn settle<T>(r: Result<T, Failure>) -> Result<Result<T, String>, Failure> {
+    match r {
+        Ok(v) => Ok(Ok(v)),
+        Err(Failure::Fatal(why)) => Ok(Err(why)),
+        Err(e) => Err(e),
+    }
 }
 
 /// A directory removed when dropped.
@@ -186,14 +197,20 @@ impl Worker {
             return Ok(());
         }
         let repo = t.repo.to_string();
-        let run = EvidenceRun {
-            run_id,
-            workflow_path: workflow_path.to_owned(),
-        };
-        self.store
-            .set_evidence_run(&repo, head, &run)
-            .await
-            .map_err(store_err)?;
+        // Re-run and Re-evaluate act on this run only if it is the evidence workflow's.
+        if judged
+            .iter()
+            .any(|(_, j)| matches!(j, Judged::Report(..) | Judged::Failed { evidence: true, .. }))
+        {
+            let run = EvidenceRun {
+                run_id,
+                workflow_path: workflow_path.to_owned(),
+            };
+            self.store
+                .set_evidence_run(&repo, head, &run)
+                .await
+                .map_err(store_err)?;
+        }
         // A push may have landed while we worked: do not publish for an old head.
         let mut current = Vec::new();
         for (pr, j) in judged {
@@ -270,19 +287,25 @@ impl Worker {
         run_id: u64,
         workflow_path: &str,
     ) -> Result<Judged, Failure> {
-        match self.evaluate_pr(t, head, pr, run_id, workflow_path).await {
-            Ok(Some((report, config))) => {
-                tracing::info!(verdict = %report.verdict, pull_request = pr.number, "evaluated");
-                Ok(Judged::Report(Box::new(report), Box::new(config)))
-            }
-            Ok(None) => Ok(Judged::NotEvidence),
-            Err(Failure::Fatal(why)) => Ok(Judged::Failed(why)),
-            Err(e) => Err(e),
-        }
+        let base = CommitSha::from(pr.base_sha.as_str());
+        let config = match settle(self.config_at(t, &base).await)? {
+            Ok(c) => c,
+            Err(why) => return Ok(Judged::Failed { why, evidence: false }),
+        };
+        Ok(
+            match settle(self.evaluate_pr(t, head, pr, run_id, workflow_path, config).await)? {
+                Ok(Some((report, config))) => {
+                    tracing::info!(verdict = %report.verdict, pull_request = pr.number, "evaluated");
+                    Judged::Report(Box::new(report), Box::new(config))
+                }
+                Ok(None) => Judged::NotEvidence,
+                Err(why) => Judged::Failed { why, evidence: true },
+            },
+        )
     }
 
-    /// The report of `pr` at `head` and the config (at its base) it was reached under, or
-    /// `None` when the run is not this pull request's evidence.
+    /// The report of `pr` at `head` under `config` (read at its base), or `None` when the run
+    /// is not this pull request's evidence.
     async fn evaluate_pr(
         &self,
         t: &Target,
@@ -290,9 +313,9 @@ impl Worker {
         pr: &PrRef,
         run_id: u64,
         workflow_path: &str,
+        config: ConfigRead,
     ) -> Result<Option<(Report, Config)>, Failure> {
         let base = CommitSha::from(pr.base_sha.as_str());
-        let config: ConfigRead = self.config_at(t, &base).await?;
         let head_sha = CommitSha::from(head);
         let number = PullNumber(pr.number);
 

@@ -72,7 +72,7 @@ impl Worker {
                     publish::conclusion(report.verdict, config).as_str().to_owned(),
                     publish::title(report),
                 ),
-                Judged::Failed(why) => (
+                Judged::Failed { why, .. } => (
                     "INCONCLUSIVE".to_owned(),
                     "failure".to_owned(),
                     publish::inconclusive(head.as_str(), why)
@@ -103,7 +103,7 @@ impl Worker {
         };
         let mut fields = match j {
             Judged::Report(report, config) => publish::completed(report, config, head.as_str()),
-            Judged::Failed(why) => publish::inconclusive(head.as_str(), why),
+            Judged::Failed { why, .. } => publish::inconclusive(head.as_str(), why),
             Judged::NotEvidence => return Ok(()),
         };
         let rows = self.store.pr_verdicts(&repo, head.as_str()).await.map_err(store_err)?;

@@ -7,7 +7,7 @@
 use crate::scenarios::{assert_verdict, finish, open_then_evidence, start, summary, the_check, the_comment, title};
 use crate::support::app_harness::{
     case, check_run_event, check_suite_rerequested, pull_request_event, stage_case, workflow_run_completed, App,
-    ARTIFACT, WORKFLOW,
+    ARTIFACT, CONFIG_PATH, WORKFLOW,
 };
 use crate::support::fake_github::APP_ID;
 use crate::support::fake_repo::{op, ArtifactState, CheckRunState, FakeRepo, GITHUB_ACTIONS_APP_ID};
@@ -245,6 +245,21 @@ async fn rerun_and_reevaluate_use_the_evidence_run_not_the_latest_run() {
         &workflow_run_completed(2, &c.head_sha, ".github/workflows/lint.yml", &[(3, &c.base_sha)]),
     )
     .await;
+    // Another lint run while the base's config is unreadable: INCONCLUSIVE, and not taken
+    // for the evidence run (whose workflow could not be known).
+    repo.put_file(&c.base_sha, CONFIG_PATH, b"evidence: [not a map\n");
+    repo.add_workflow_run(3, ARTIFACT, ArtifactState::Missing);
+    deliver_run(
+        &app,
+        &workflow_run_completed(3, &c.head_sha, ".github/workflows/lint.yml", &[(3, &c.base_sha)]),
+    )
+    .await;
+    assert_verdict(&newest(&repo, &c.head_sha), "INCONCLUSIVE", "failure");
+    repo.put_file(
+        &c.base_sha,
+        CONFIG_PATH,
+        format!("evidence:\n  artifact: {ARTIFACT}\n").as_bytes(),
+    );
     let downloads = repo.calls("GET", op::ARTIFACT_ZIP);
 
     app.deliver(
@@ -266,7 +281,10 @@ async fn rerun_and_reevaluate_use_the_evidence_run_not_the_latest_run() {
         downloads + 1,
         "run 1's evidence judged again"
     );
-    assert_eq!(the_check(&repo, &c.head_sha).updates, judged.updates + 1);
+    let again = newest(&repo, &c.head_sha);
+    assert_verdict(&again, "PASS_WITH_CAVEAT", "success");
+    let (now, then) = (crate::scenarios::record(&again), crate::scenarios::record(&judged));
+    assert_eq!(now["files"], then["files"], "the same evidence, the same findings");
     finish(app).await;
 }
 
