@@ -96,6 +96,39 @@ async fn a_shared_head_shows_the_worst_verdict_and_lists_every_pull_request() {
     finish(app).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_request_opened_on_a_judged_head_is_judged_at_once() {
+    let (app, repo) = start().await;
+    let c = case("frozen_only");
+    stage_case(&repo, 3, &c, 1);
+    // First only the friendly pull request exists, and passes.
+    repo.add_pull(3, EVIL_BASE, &c.head_sha, DOCS_ONLY);
+    repo.set_base_ref(3, EVIL_REF);
+    app.deliver("pull_request", &pull_request_event("opened", 3, EVIL_BASE, &c.head_sha))
+        .await;
+    assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
+    deliver_run(
+        &app,
+        &workflow_run_completed(1, &c.head_sha, WORKFLOW, &[(3, EVIL_BASE)]),
+    )
+    .await;
+    assert_verdict(&newest(&repo, &c.head_sha), "PASS", "success");
+
+    // The same branch into main: judged with the head's evidence as soon as it is opened.
+    repo.add_pull(4, &c.base_sha, &c.head_sha, &c.diff);
+    app.deliver(
+        "pull_request",
+        &pull_request_event("opened", 4, &c.base_sha, &c.head_sha),
+    )
+    .await;
+    assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
+    let check = newest(&repo, &c.head_sha);
+    assert_verdict(&check, "INCONCLUSIVE", "failure");
+    assert!(summary(&check).contains("| #3 |") && summary(&check).contains("| #4 |"));
+    assert!(the_comment(&repo, 4).body.contains("@shop/payments"));
+    finish(app).await;
+}
+
 // ---- 2. retargeting re-evaluates --------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
