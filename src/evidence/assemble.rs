@@ -13,6 +13,8 @@ use crate::gate::ledger::parse_ledger;
 use crate::gate::patch::parse_patch;
 use crate::gate::{evaluate as gate_evaluate, Evidence, GateInput, InputDigest, InputError, Ledger, Report};
 use chrono::NaiveDate;
+use std::sync::{Arc, LazyLock};
+use tokio::sync::Semaphore;
 
 /// A file as a face read it: the name the record and messages use (`REV:path`,
 /// a path on disk, `pull request 7 diff`) and its bytes.
@@ -135,52 +137,91 @@ pub async fn evaluate<S: Sources>(
 
     let diff = src.patch().await?;
     inputs.push(InputDigest::of("diff", &diff.name, &diff.bytes));
-    let patch = parse_patch(&diff.name, &diff.bytes).map_err(AssembleError::Patch)?;
+    // A diff can be a hundred megabytes: parsed off the runtime, like the evidence below.
+    let patch = off_the_runtime(move || parse_patch(&diff.name, &diff.bytes))
+        .await
+        .map_err(AssembleError::Patch)?;
 
-    // The ledger at the base: never the head's, which the patch controls.
-    let ledger: Result<Ledger, Vec<InputError>> = match src.base_ledger(&config_.ledger).await? {
-        Ok(f) => {
-            inputs.push(InputDigest::of("ledger", &f.name, &f.bytes));
-            parse_ledger_bytes(&f.name, &f.bytes, config_.policy.max_freeze_days)
-        }
-        Err(note) => {
-            notes.push(note);
-            Ok(Ledger::default())
-        }
-    };
-
+    // Everything else is fetched first; reading and judging it is CPU and disk work
+    // (coverage files reach gigabytes), done off the runtime in one piece.
+    let base_ledger = src.base_ledger(&config_.ledger).await?;
     let sources = src.evidence().await?;
-    let loaded = load_evidence(&sources, &patch, ledger.as_ref().ok());
-    inputs.extend(loaded.digests);
-    let mut evidence = loaded.evidence;
-
-    // The ledger as the patch leaves it: its edits are reported entry by entry
-    // (and a freeze of the patch's own witnesses caught), never obeyed.
-    if let Some(f) = src.head_ledger(&config_.ledger).await? {
-        set_head_ledger(&mut evidence, &mut notes, &f, config_.policy.max_freeze_days);
-    }
-    // CODEOWNERS at the base names the owners of unwitnessed lines.
+    let head_ledger = src.head_ledger(&config_.ledger).await?;
+    let mut codeowners = None;
     for path in CODEOWNERS_PATHS {
         if let Some(f) = src.base_file(path).await? {
-            set_codeowners(&mut evidence, &mut inputs, &mut notes, &f);
+            codeowners = Some(f);
             break;
         }
     }
+    let config_ = config_.clone();
+    Ok(off_the_runtime(move || {
+        // The ledger at the base: never the head's, which the patch controls.
+        let ledger: Result<Ledger, Vec<InputError>> = match base_ledger {
+            Ok(f) => {
+                inputs.push(InputDigest::of("ledger", &f.name, &f.bytes));
+                parse_ledger_bytes(&f.name, &f.bytes, config_.policy.max_freeze_days)
+            }
+            Err(note) => {
+                notes.push(note);
+                Ok(Ledger::default())
+            }
+        };
 
-    let input = GateInput {
-        patch: &patch,
-        ledger: &ledger,
-        config: config_,
-        evidence: &evidence,
-        today: judging.today,
-        base_sha: judging.base_sha,
-        head_sha: judging.head_sha,
-        inputs,
-        workflow: judging.workflow,
-    };
-    let mut report = gate_evaluate(&input);
-    report.notes.extend(notes);
-    Ok(report)
+        let loaded = load_evidence(&sources, &patch, ledger.as_ref().ok());
+        inputs.extend(loaded.digests);
+        let mut evidence = loaded.evidence;
+
+        // The ledger as the patch leaves it: its edits are reported entry by entry
+        // (and a freeze of the patch's own witnesses caught), never obeyed.
+        if let Some(f) = head_ledger {
+            set_head_ledger(&mut evidence, &mut notes, &f, config_.policy.max_freeze_days);
+        }
+        // CODEOWNERS at the base names the owners of unwitnessed lines.
+        if let Some(f) = codeowners {
+            set_codeowners(&mut evidence, &mut inputs, &mut notes, &f);
+        }
+
+        let input = GateInput {
+            patch: &patch,
+            ledger: &ledger,
+            config: &config_,
+            evidence: &evidence,
+            today: judging.today,
+            base_sha: judging.base_sha,
+            head_sha: judging.head_sha,
+            inputs,
+            workflow: judging.workflow,
+        };
+        let mut report = gate_evaluate(&input);
+        report.notes.extend(notes);
+        report
+    })
+    .await)
+}
+
+/// Run CPU- and disk-bound work — parsing a diff, reading gigabytes of coverage,
+/// judging — on tokio's blocking pool, at most one piece per core at once, so that
+/// the runtime answering webhooks and `/healthz` is never held up by an evaluation
+/// (a server pinned to one core once took 15 s to answer a health check). A panic in
+/// `work` is resumed here, as if it had run inline.
+pub async fn off_the_runtime<T, F>(work: F) -> T
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    static SLOTS: LazyLock<Arc<Semaphore>> = LazyLock::new(|| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Arc::new(Semaphore::new(cores))
+    });
+    // The semaphore is never closed.
+    let _slot = SLOTS.clone().acquire_owned().await.ok();
+    match tokio::task::spawn_blocking(work).await {
+        Ok(v) => v,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        // Blocking tasks cannot be aborted; only a runtime shutting down cancels one.
+        Err(e) => panic!("evaluation cancelled by the runtime shutting down: {e}"),
+    }
 }
 
 /// The head ledger, for the gate to report the patch's own edits. A ledger the
@@ -203,4 +244,133 @@ fn set_codeowners(ev: &mut Evidence, inputs: &mut Vec<InputDigest>, notes: &mut 
         notes.push(format!("{}:{line}: {why}; that line was not used", f.name));
     }
     ev.codeowners = Some(co);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// A face whose only evidence file is `meta`; everything else is absent.
+    struct OneFile {
+        meta: std::path::PathBuf,
+    }
+
+    impl Sources for OneFile {
+        type Error = std::convert::Infallible;
+        async fn config(&self) -> Result<Option<Named>, Self::Error> {
+            Ok(None)
+        }
+        async fn patch(&self) -> Result<Named, Self::Error> {
+            let diff =
+                "diff --git a/src/a.py b/src/a.py\n--- a/src/a.py\n+++ b/src/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n";
+            Ok(Named::new("test diff", diff.as_bytes().to_vec()))
+        }
+        async fn base_ledger(&self, _path: &str) -> Result<Result<Named, String>, Self::Error> {
+            Ok(Err("no ledger in this test".into()))
+        }
+        async fn evidence(&self) -> Result<EvidenceSources, Self::Error> {
+            Ok(EvidenceSources {
+                meta: Some(self.meta.clone()),
+                ..EvidenceSources::default()
+            })
+        }
+        async fn head_ledger(&self, _path: &str) -> Result<Option<Named>, Self::Error> {
+            Ok(None)
+        }
+        async fn base_file(&self, _path: &str) -> Result<Option<Named>, Self::Error> {
+            Ok(None)
+        }
+    }
+
+    const META: &str = r#"{"base_sha": "b", "head_sha": "h", "k": 5}"#;
+
+    fn feed(path: &std::path::Path) {
+        use std::io::Write as _;
+        // Opening a FIFO for writing waits for its reader.
+        let mut w = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        w.write_all(META.as_bytes()).unwrap();
+    }
+
+    /// Reading the evidence waits on a FIFO that only a task of the same one-thread
+    /// runtime writes: had the evidence been read on the runtime, that task could never
+    /// run. A watchdog thread feeds the FIFO after a minute so a regression fails
+    /// rather than hangs (a hang guard, not a timing assertion).
+    #[test]
+    fn the_runtime_keeps_running_while_evidence_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("meta.json");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success(), "mkfifo failed");
+
+        let done = Arc::new(AtomicBool::new(false));
+        let by_watchdog = Arc::new(AtomicBool::new(false));
+        let watchdog = {
+            let (fifo, done, by_watchdog) = (fifo.clone(), done.clone(), by_watchdog.clone());
+            std::thread::spawn(move || {
+                for _ in 0..600 {
+                    if done.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+                by_watchdog.store(true, Ordering::SeqCst);
+                feed(&fifo);
+            })
+        };
+
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let report = runtime.block_on(async {
+            // A task of this runtime's one thread writes the FIFO once its reader is there
+            // (opening the writing end without a reader fails at once: it never blocks).
+            let fifo_ = fifo.clone();
+            tokio::spawn(async move {
+                loop {
+                    match tokio::net::unix::pipe::OpenOptions::new().open_sender(&fifo_) {
+                        Ok(mut tx) => {
+                            tokio::io::AsyncWriteExt::write_all(&mut tx, META.as_bytes())
+                                .await
+                                .unwrap();
+                            return;
+                        }
+                        Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+                    }
+                }
+            });
+            let judging = Judging {
+                today: NaiveDate::from_ymd_opt(2026, 12, 2).unwrap(),
+                base_sha: Some("b".into()),
+                head_sha: Some("h".into()),
+                workflow: None,
+            };
+            let src = OneFile { meta: fifo.clone() };
+            evaluate(&src, &ConfigRead::default(), judging).await.unwrap()
+        });
+        done.store(true, Ordering::SeqCst);
+        watchdog.join().unwrap();
+
+        assert!(
+            !by_watchdog.load(Ordering::SeqCst),
+            "the evidence was read on the runtime: the runtime's own task never ran"
+        );
+        let meta = report.inputs.iter().find(|d| d.role == "meta").expect("meta digested");
+        let expected = InputDigest::of("meta", "x", META.as_bytes());
+        assert_eq!(
+            meta.sha256, expected.sha256,
+            "the meta read is what the runtime's task wrote"
+        );
+    }
+
+    #[test]
+    fn a_panic_off_the_runtime_is_resumed_in_the_caller() {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            runtime.block_on(off_the_runtime(|| -> u8 { panic!("boom") }))
+        }));
+        let payload = caught.expect_err("the panic reaches the caller");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"boom"));
+    }
 }

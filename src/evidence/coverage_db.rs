@@ -33,6 +33,33 @@ const TABLES: [&str; 6] = ["coverage_schema", "meta", "file", "context", "line_b
 /// Rows per query page.
 const PAGE: i64 = 4096;
 
+/// The columns of each table flakegate reads, as coverage.py creates them. Anything
+/// else — a generated or hidden column, an extra column, a view or trigger, a virtual
+/// table — is not coverage.py's schema and is refused before a row is read: a 53 KB
+/// file whose `numbits` column was `GENERATED ALWAYS AS (zeroblob(300000000))` once
+/// took gigabytes to read.
+const COLUMNS: [(&str, &[&str]); 7] = [
+    ("coverage_schema", &["version"]),
+    ("meta", &["key", "value"]),
+    ("file", &["id", "path"]),
+    ("context", &["id", "context"]),
+    ("line_bits", &["file_id", "context_id", "numbits"]),
+    ("arc", &["file_id", "context_id", "fromno", "tono"]),
+    ("tracer", &["file_id", "tracer"]),
+];
+
+/// Longest `numbits` blob read: 1 MiB encodes lines up to about 8.4 million.
+const MAX_NUMBITS: i64 = 1 << 20;
+/// Longest context name read (a pytest node id and its phase).
+const MAX_CONTEXT: i64 = 64 * 1024;
+/// Longest measured file path read.
+const MAX_PATH: i64 = 4096;
+/// Most `file` rows read (every measured file's path is loaded to map the patch's).
+const MAX_FILES: i64 = 1_000_000;
+/// Most `line_bits` and `arc` rows read for one changed file: 20 million
+/// (test, line) facts is more than any real suite records for one module.
+const MAX_ROWS_PER_FILE: usize = 20_000_000;
+
 /// Read a `.coverage` data file, materialising only the files `matcher` maps.
 pub async fn read_data_file(path: &Path, matcher: &PathMatcher) -> anyhow::Result<Coverage> {
     // Every error names the file (and says what was expected).
@@ -85,7 +112,10 @@ async fn read(path: &Path, matcher: &PathMatcher) -> anyhow::Result<Coverage> {
         .read_only(true)
         .immutable(true)
         .create_if_missing(false)
-        .foreign_keys(false);
+        .foreign_keys(false)
+        // Functions in the schema (views, triggers, generated columns, defaults) do
+        // not run; such a schema is refused anyway (`refuse_foreign_schema`).
+        .pragma("trusted_schema", "OFF");
     let mut conn = SqliteConnection::connect_with(&options)
         .await
         .with_context(|| format!("{name}: cannot open as SQLite (read-only)"))?;
@@ -111,6 +141,7 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
             TABLES.join(", ")
         );
     }
+    refuse_foreign_schema(conn, name).await?;
     let version: Option<i64> = sqlx::query_scalar("SELECT version FROM coverage_schema")
         .fetch_optional(&mut *conn)
         .await
@@ -136,19 +167,25 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
     }
 
     // All file paths: count them, pick the patch's.
-    let rows = sqlx::query("SELECT id, path FROM file")
+    let rows = sqlx::query("SELECT id, CASE WHEN length(path) <= ?1 THEN path END FROM file LIMIT ?2")
+        .bind(MAX_PATH)
+        .bind(MAX_FILES + 1)
         .fetch_all(&mut *conn)
         .await
         .with_context(|| format!("{name}: cannot read the file table"))?;
+    if rows.len() as i64 > MAX_FILES {
+        bail!("{name}: more than {MAX_FILES} measured files in the file table");
+    }
     let measured_files = rows.len();
     let mut selected: BTreeMap<i64, (String, (String, bool))> = BTreeMap::new();
     for row in rows {
         let id: i64 = row
             .try_get(0)
             .with_context(|| format!("{name}: file.id is not an integer"))?;
-        let path: String = row
+        let path: Option<String> = row
             .try_get(1)
             .with_context(|| format!("{name}: file.path is not text"))?;
+        let path = path.with_context(|| format!("{name}: file {id}: path missing or longer than {MAX_PATH} bytes"))?;
         if let Some(mapped) = matcher.map(&path) {
             selected.insert(id, (path, mapped));
         }
@@ -161,16 +198,21 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
     let mut per_id: BTreeMap<i64, FileCoverage> = BTreeMap::new();
     for (&file_id, (_, (repo, _))) in &selected {
         let fc = per_id.entry(file_id).or_default();
+        let mut rows_read = RowBudget(MAX_ROWS_PER_FILE);
         // Line mode: one numbits blob per (file, context).
         let mut after = i64::MIN;
         loop {
             let rows = sqlx::query(
-                "SELECT lb.context_id, c.context, lb.numbits FROM line_bits lb JOIN context c ON c.id = lb.context_id \
+                "SELECT lb.context_id, CASE WHEN length(c.context) <= ?4 THEN c.context END, \
+                 CASE WHEN length(lb.numbits) <= ?5 THEN lb.numbits END \
+                 FROM line_bits lb JOIN context c ON c.id = lb.context_id \
                  WHERE lb.file_id = ?1 AND lb.context_id > ?2 ORDER BY lb.context_id LIMIT ?3",
             )
             .bind(file_id)
             .bind(after)
             .bind(PAGE)
+            .bind(MAX_CONTEXT)
+            .bind(MAX_NUMBITS)
             .fetch_all(&mut *conn)
             .await
             .with_context(|| format!("{name}: cannot read line_bits"))?;
@@ -178,12 +220,14 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
                 after = row
                     .try_get(0)
                     .with_context(|| format!("{name}: line_bits.context_id is not an integer"))?;
-                let context: String = row
-                    .try_get(1)
-                    .with_context(|| format!("{name}: context.context is not text"))?;
-                let numbits: Vec<u8> = row
+                rows_read.take(name, repo)?;
+                let context = capped_context(row, name, after)?;
+                let numbits: Option<Vec<u8>> = row
                     .try_get(2)
                     .with_context(|| format!("{name}: line_bits.numbits is not a blob"))?;
+                let numbits = numbits.with_context(|| {
+                    format!("{name}: line_bits of {repo}, context {after}: numbits missing or longer than {MAX_NUMBITS} bytes")
+                })?;
                 for line in decode_numbits(&numbits) {
                     if line > 0 {
                         fc.executed.insert(line);
@@ -200,7 +244,8 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
         let mut after = (i64::MIN, i64::MIN, i64::MIN);
         loop {
             let rows = sqlx::query(
-                "SELECT a.context_id, c.context, a.fromno, a.tono FROM arc a JOIN context c ON c.id = a.context_id \
+                "SELECT a.context_id, CASE WHEN length(c.context) <= ?6 THEN c.context END, a.fromno, a.tono \
+                 FROM arc a JOIN context c ON c.id = a.context_id \
                  WHERE a.file_id = ?1 AND (a.context_id, a.fromno, a.tono) > (?2, ?3, ?4) \
                  ORDER BY a.context_id, a.fromno, a.tono LIMIT ?5",
             )
@@ -209,16 +254,16 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
             .bind(after.1)
             .bind(after.2)
             .bind(PAGE)
+            .bind(MAX_CONTEXT)
             .fetch_all(&mut *conn)
             .await
             .with_context(|| format!("{name}: cannot read arc"))?;
             for row in &rows {
+                rows_read.take(name, repo)?;
                 let context_id: i64 = row
                     .try_get(0)
                     .with_context(|| format!("{name}: arc.context_id is not an integer"))?;
-                let context: String = row
-                    .try_get(1)
-                    .with_context(|| format!("{name}: context.context is not text"))?;
+                let context = capped_context(row, name, context_id)?;
                 let from: i64 = row
                     .try_get(2)
                     .with_context(|| format!("{name}: arc.fromno is not an integer"))?;
@@ -244,11 +289,12 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
     let mut after = i64::MIN;
     while !ctx.seen_test() {
         let rows = sqlx::query(
-            "SELECT id, context FROM context WHERE id > ?1 AND instr(context, '::') > 0 AND instr(context, '|') > 0 \
-             ORDER BY id LIMIT ?2",
+            "SELECT id, context FROM context WHERE id > ?1 AND length(context) <= ?3 \
+             AND instr(context, '::') > 0 AND instr(context, '|') > 0 ORDER BY id LIMIT ?2",
         )
         .bind(after)
         .bind(PAGE)
+        .bind(MAX_CONTEXT)
         .fetch_all(&mut *conn)
         .await
         .with_context(|| format!("{name}: cannot read the context table"))?;
@@ -283,6 +329,73 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
         foreign_contexts,
         has_test_contexts,
     })
+}
+
+/// Refuse a database whose schema is not coverage.py's: views, triggers, virtual
+/// tables, and any table flakegate reads whose columns are not exactly coverage.py's
+/// (`PRAGMA table_xinfo` also lists generated and hidden columns).
+async fn refuse_foreign_schema(conn: &mut SqliteConnection, name: &str) -> anyhow::Result<()> {
+    let objects: Vec<(String, String, Option<String>)> =
+        sqlx::query_as("SELECT type, name, sql FROM sqlite_master WHERE type IN ('view', 'trigger', 'table')")
+            .fetch_all(&mut *conn)
+            .await
+            .with_context(|| format!("{name}: cannot read the SQLite schema (truncated or corrupt?)"))?;
+    for (kind, object, sql) in &objects {
+        let is_virtual = sql
+            .as_deref()
+            .is_some_and(|s| s.trim_start().to_ascii_uppercase().starts_with("CREATE VIRTUAL"));
+        if kind != "table" || is_virtual {
+            let kind = if is_virtual { "virtual table" } else { kind.as_str() };
+            bail!(
+                "{name}: not a coverage.py data file: it has a {kind} {object:?} (coverage.py's schema has only plain tables)"
+            );
+        }
+    }
+    for (table, expected) in COLUMNS {
+        let columns: Vec<(String, i64)> = sqlx::query_as("SELECT name, hidden FROM pragma_table_xinfo(?1)")
+            .bind(table)
+            .fetch_all(&mut *conn)
+            .await
+            .with_context(|| format!("{name}: cannot read the columns of table {table}"))?;
+        if columns.is_empty() && !TABLES.contains(&table) {
+            // `tracer` is not read; a file without it is still coverage.py's.
+            continue;
+        }
+        if let Some((column, _)) = columns.iter().find(|(_, hidden)| *hidden != 0) {
+            bail!(
+                "{name}: not a coverage.py data file: column {table}.{column:?} is generated or hidden \
+                 (coverage.py's columns are plain)"
+            );
+        }
+        let found: Vec<&str> = columns.iter().map(|(c, _)| c.as_str()).collect();
+        if found != expected {
+            bail!("{name}: not a coverage.py data file: table {table} has columns {found:?}, expected {expected:?}");
+        }
+    }
+    Ok(())
+}
+
+/// A context name as the queries return it: `NULL` when longer than [`MAX_CONTEXT`].
+fn capped_context(row: &sqlx::sqlite::SqliteRow, name: &str, context_id: i64) -> anyhow::Result<String> {
+    let context: Option<String> = row
+        .try_get(1)
+        .with_context(|| format!("{name}: context.context is not text"))?;
+    context.with_context(|| format!("{name}: context {context_id}: name missing or longer than {MAX_CONTEXT} bytes"))
+}
+
+/// Rows left to read for one file.
+struct RowBudget(usize);
+
+impl RowBudget {
+    fn take(&mut self, name: &str, repo: &str) -> anyhow::Result<()> {
+        match self.0.checked_sub(1) {
+            Some(left) => {
+                self.0 = left;
+                Ok(())
+            }
+            None => bail!("{name}: more than {MAX_ROWS_PER_FILE} line_bits and arc rows for {repo}"),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -665,5 +778,116 @@ mod tests {
         assert_eq!(b.witnesses.values().map(|w| w.len()).sum::<usize>(), n);
         assert_eq!(b.executed.len(), 50);
         assert!(d.has_test_contexts);
+    }
+
+    /// A valid schema with `line_bits` declared by `line_bits` (the hostile part).
+    fn schema_with(line_bits: &str) -> String {
+        SCHEMA.replace(
+            "CREATE TABLE line_bits (file_id integer, context_id integer, numbits blob, unique (file_id, context_id));",
+            line_bits,
+        ) + " INSERT INTO coverage_schema VALUES (7); INSERT INTO file VALUES (1, 'src/shop/cart.py');\
+               INSERT INTO context VALUES (1, 'tests/t.py::test_a|run');"
+    }
+
+    #[tokio::test]
+    async fn schemas_that_are_not_coverage_pys_are_refused_before_a_row_is_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cases = [
+            (
+                "generated.coverage",
+                schema_with(
+                    "CREATE TABLE line_bits (file_id integer, context_id integer, \
+                     numbits blob GENERATED ALWAYS AS (zeroblob(300000000)) VIRTUAL, unique (file_id, context_id));\
+                     INSERT INTO line_bits (file_id, context_id) VALUES (1, 1);",
+                ),
+                "column line_bits.\"numbits\" is generated or hidden",
+            ),
+            (
+                "view.coverage",
+                schema_with(
+                    "CREATE TABLE real_bits (file_id integer, context_id integer, numbits blob);\
+                     CREATE VIEW line_bits AS SELECT file_id, context_id, zeroblob(300000000) AS numbits FROM real_bits;",
+                ),
+                // The view is not a table: coverage.py's line_bits is missing.
+                "missing table line_bits",
+            ),
+            (
+                "trigger.coverage",
+                schema_with(
+                    "CREATE TABLE line_bits (file_id integer, context_id integer, numbits blob, unique (file_id, context_id));\
+                     CREATE TRIGGER grow AFTER DELETE ON file BEGIN SELECT zeroblob(300000000); END;",
+                ),
+                "it has a trigger \"grow\"",
+            ),
+            (
+                "extra_view.coverage",
+                schema_with(
+                    "CREATE TABLE line_bits (file_id integer, context_id integer, numbits blob, unique (file_id, context_id));\
+                     CREATE VIEW big AS SELECT zeroblob(300000000);",
+                ),
+                "it has a view \"big\"",
+            ),
+            (
+                "extra_column.coverage",
+                schema_with(
+                    "CREATE TABLE line_bits (file_id integer, context_id integer, numbits blob, padding blob, \
+                     unique (file_id, context_id));",
+                ),
+                "table line_bits has columns [\"file_id\", \"context_id\", \"numbits\", \"padding\"]",
+            ),
+        ];
+        for (file, sql, expected) in cases {
+            let p = tmp.path().join(file);
+            make_db(&p, &sql).await;
+            let e = err(&p);
+            assert!(e.contains(file) && e.contains(expected), "{file}: {e}");
+        }
+    }
+
+    #[tokio::test]
+    async fn oversized_values_are_refused_by_their_length_in_the_query() {
+        let tmp = tempfile::tempdir().unwrap();
+        let plain =
+            "CREATE TABLE line_bits (file_id integer, context_id integer, numbits blob, unique (file_id, context_id));";
+
+        let p = tmp.path().join("numbits.coverage");
+        let sql = schema_with(plain) + &format!(" INSERT INTO line_bits VALUES (1, 1, zeroblob({}));", MAX_NUMBITS + 1);
+        make_db(&p, &sql).await;
+        let e = err(&p);
+        assert!(
+            e.contains("numbits.coverage")
+                && e.contains("src/shop/cart.py")
+                && e.contains("numbits missing or longer than 1048576 bytes"),
+            "{e}"
+        );
+
+        let p = tmp.path().join("context.coverage");
+        let sql = schema_with(plain)
+            + &format!(
+                " INSERT INTO context VALUES (2, 'tests/t.py::' || hex(zeroblob({})) || '|run');\
+                  INSERT INTO line_bits VALUES (1, 2, X'02');",
+                MAX_CONTEXT
+            );
+        make_db(&p, &sql).await;
+        let e = err(&p);
+        assert!(e.contains("context 2: name missing or longer than 65536 bytes"), "{e}");
+
+        let p = tmp.path().join("path.coverage");
+        let sql = schema_with(plain) + &format!(" INSERT INTO file VALUES (2, hex(zeroblob({})));", MAX_PATH);
+        make_db(&p, &sql).await;
+        let e = err(&p);
+        assert!(e.contains("file 2: path missing or longer than 4096 bytes"), "{e}");
+    }
+
+    #[test]
+    fn the_row_budget_stops_at_its_limit() {
+        let mut b = RowBudget(2);
+        assert!(b.take("x.coverage", "src/a.py").is_ok());
+        assert!(b.take("x.coverage", "src/a.py").is_ok());
+        let e = format!("{:#}", b.take("x.coverage", "src/a.py").unwrap_err());
+        assert!(
+            e.contains("x.coverage") && e.contains("src/a.py") && e.contains("rows"),
+            "{e}"
+        );
     }
 }

@@ -332,3 +332,95 @@ async fn bodies_are_refused_by_their_length_before_a_byte_is_read() {
     assert_eq!(resp.status().as_u16(), 200);
     assert!(store.jobs().await.unwrap().is_empty());
 }
+
+/// Reads until the server answers or closes; returns what it sent (empty: closed
+/// without an answer). A hang guard, not a timing assertion.
+async fn answer_or_close(s: &mut tokio::net::TcpStream) -> String {
+    use tokio::io::AsyncReadExt as _;
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(std::time::Duration::from_secs(60), s.read_to_end(&mut buf))
+        .await
+        .expect("the server cuts a slow client off");
+    // A reset is a close too.
+    let _ = read;
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+#[tokio::test]
+async fn slow_headers_and_bodies_are_cut_off_and_their_budget_returned() {
+    use flakegate::runtime::Shutdown;
+    use flakegate::server::{serve_on, Limits};
+    use std::time::Duration;
+    use tokio::io::AsyncWriteExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("flakegate.db").display());
+    let store = Arc::new(Store::open(&url, RetryPolicy::default()).await.unwrap());
+    let mut state = AppState::new(store.clone(), vec![SecretString::from(SECRET)]);
+    // Room for one 1500-byte body in flight; slow clients cut off after a second.
+    state.limits = Limits::new(
+        flakegate::server::webhook::MAX_BODY,
+        2000,
+        Duration::from_secs(1),
+        Duration::from_secs(1),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let base = format!("http://{addr}");
+    let (trigger, shutdown) = Shutdown::channel();
+    let server = tokio::spawn(serve_on(listener, state, None, shutdown));
+
+    // Headers that never finish.
+    let mut slow_headers = tokio::net::TcpStream::connect(addr).await.unwrap();
+    slow_headers
+        .write_all(b"POST /webhook HTTP/1.1\r\nhost: x\r\nx-github-event: ping\r\n")
+        .await
+        .unwrap();
+    // A body that never finishes: it holds 1500 bytes of the budget while it is read.
+    let mut slow_body = tokio::net::TcpStream::connect(addr).await.unwrap();
+    slow_body
+        .write_all(
+            b"POST /webhook HTTP/1.1\r\nhost: x\r\nx-github-event: ping\r\nx-github-delivery: d1\r\n\
+              content-type: application/json\r\ncontent-length: 1500\r\n\r\n{\"zen\":",
+        )
+        .await
+        .unwrap();
+    // Meanwhile /healthz answers.
+    let resp = reqwest::get(format!("{base}/healthz")).await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+
+    let small = br#"{"zen":"Keep it logically awesome.","hook_id":1}"#;
+    let signed = |delivery: &str| {
+        reqwest::Client::new()
+            .post(format!("{base}/webhook"))
+            .header("x-github-event", "ping")
+            .header("x-github-delivery", delivery.to_owned())
+            .header("x-hub-signature-256", sign(SECRET.as_bytes(), small))
+            .header("content-type", "application/json")
+            .body(small.to_vec())
+    };
+    // While the slow body holds its share, a second large one is turned away at once.
+    let mut over = tokio::net::TcpStream::connect(addr).await.unwrap();
+    over.write_all(
+        b"POST /webhook HTTP/1.1\r\nhost: x\r\nx-github-event: ping\r\nx-github-delivery: d2\r\n\
+          content-type: application/json\r\ncontent-length: 1500\r\nconnection: close\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let answer = answer_or_close(&mut over).await;
+    assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
+
+    // The slow body gets 408; the slow headers are closed without a request.
+    let answer = answer_or_close(&mut slow_body).await;
+    assert!(answer.starts_with("HTTP/1.1 408 "), "{answer}");
+    let answer = answer_or_close(&mut slow_headers).await;
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 408 "), "{answer}");
+
+    // The budget is whole again: a signed delivery is answered.
+    let resp = signed("d3").send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    assert_eq!(resp.text().await.unwrap(), "pong");
+    assert!(store.jobs().await.unwrap().is_empty());
+
+    trigger.send(true).unwrap();
+    server.await.unwrap().unwrap();
+}
