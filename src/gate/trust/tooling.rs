@@ -131,6 +131,24 @@ fn strings(code: &str) -> Vec<&str> {
     out
 }
 
+/// The string literals that stand as items of a list or call (after `[`, `(`, `,` or at the
+/// start): requirement strings, not the values of keys (`{ include-group = "tests" }`,
+/// `name="shop"`) nor dict keys (`{"dev": …}`).
+fn item_strings(code: &str) -> Vec<&str> {
+    strings(code)
+        .into_iter()
+        .filter(|s| {
+            let start = s.as_ptr() as usize - code.as_ptr() as usize;
+            let before = code[..start.saturating_sub(1)].trim_end().chars().next_back();
+            let after = code[(start + s.len() + 1).min(code.len())..]
+                .trim_start()
+                .chars()
+                .next();
+            matches!(before, None | Some('[' | '(' | ',')) && after != Some(':')
+        })
+        .collect()
+}
+
 /// Does `code` hold `word` as a whole identifier?
 fn has_ident(code: &str, word: &str) -> bool {
     code.match_indices(word).any(|(i, _)| {
@@ -260,7 +278,8 @@ fn above<'a>(side: &'a [(u32, &'a str)], line: u32) -> impl Iterator<Item = &'a 
 /// item of a multi-line array, the array's key — as far as the diff shows.
 fn toml_place(side: &[(u32, &str)], line: u32) -> (Option<String>, Option<String>) {
     let mut key = None;
-    for t in above(side, line) {
+    let own = side.iter().find(|(n, _)| *n == line).map(|(_, t)| *t);
+    for t in own.into_iter().chain(above(side, line)) {
         let c = code_part(t).trim();
         if c.starts_with('[') && c.ends_with(']') && !c.starts_with("[\"") && !c.starts_with("['") {
             return (Some(c.trim_matches(['[', ']']).replace(['"', '\''], "")), key);
@@ -370,16 +389,16 @@ fn dep_line(kind: DepFile, side: &[(u32, &str)], line: u32, text: &str) -> Optio
                 .map(|(k, v)| (k.trim().trim_matches('"'), v.trim()));
             match own {
                 Some((k, v)) if dependency_key(k) || (dependency_table(&section) && v.starts_with('[')) => {
-                    reqs(&strings(v))
+                    reqs(&item_strings(v))
                 }
                 // A poetry/Pipfile table: the key is the package.
                 Some((k, _)) if dependency_table(&section) => reqs(&[k]),
                 Some(_) => Vec::new(),
                 None if array_key.as_deref().is_some_and(dependency_key) || dependency_table(&section) => {
-                    reqs(&strings(code))
+                    reqs(&item_strings(code))
                 }
                 // An array item whose array the diff does not show: test tooling still counts.
-                None if array_key.is_none() => reqs(&strings(code))
+                None if array_key.is_none() => reqs(&item_strings(code))
                     .into_iter()
                     .filter(|n| is_test_tooling(n))
                     .collect(),
@@ -412,7 +431,7 @@ fn dep_line(kind: DepFile, side: &[(u32, &str)], line: u32, text: &str) -> Optio
                     "a nox session runs or installs test tooling: `{code}`"
                 )));
             }
-            reqs(&s)
+            reqs(&item_strings(code))
                 .into_iter()
                 .filter(|n| is_test_tooling(n) || code.contains("install") || code.contains("require"))
                 .collect()
@@ -802,6 +821,18 @@ mod tests {
         )
         .iter()
         .any(|w| w.contains("pytest11")));
+        // The table after a pytest11 table is not one.
+        let next = distrust(
+            "pyproject.toml",
+            &[
+                "[project.entry-points.pytest11]",
+                "x = \"shop.x\"",
+                "",
+                "[tool.setuptools]",
+            ],
+            &[],
+        );
+        assert_eq!(next.len(), 2, "{next:?}");
         // An entry added below an existing pytest11 table the diff shows as context.
         let d = "diff --git a/pyproject.toml b/pyproject.toml\n--- a/pyproject.toml\n+++ b/pyproject.toml\n@@ -1,2 +1,3 @@\n [project.entry-points.\"pytest11\"]\n old = \"shop.old\"\n+fakes = \"shop.fakes\"\n";
         let f = tooling(&parse(d).files[0]).distrust;
@@ -969,6 +1000,11 @@ mod tests {
             ("pyproject.toml", &["[project]", "description = \"A fast shop\""]),
             ("requirements.txt", &["# pytest-rerunfailures is not wanted"]),
             ("setup.py", &["    name=\"shop\","]),
+            ("setup.py", &["    extras_require={\"dev\": []},"]),
+            (
+                "pyproject.toml",
+                &["[dependency-groups]", "cov = [{ include-group = \"tests\" }]"],
+            ),
             ("tox.ini", &["[testenv]", "setenv = PYTHONHASHSEED=0"]),
         ] {
             let (d, n, _) = tool(path, added, &[]);
