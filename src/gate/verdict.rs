@@ -14,11 +14,13 @@ use crate::gate::error::Location;
 use crate::gate::input::{Evidence, GateInput};
 use crate::gate::ledger::{ledger_changes, Ledger, LedgerChange};
 use crate::gate::nodeid::TestId;
+use crate::gate::patch::Patch;
 use crate::gate::probe::{self, Probe, Stability};
 use crate::gate::report::*;
 use crate::gate::results::Outcome;
-use crate::gate::trust::evidence_config_changes;
+use crate::gate::trust::checks;
 use crate::gate::trust::weakening::{tests_touched_by, weakenings};
+use crate::gate::trust::{evidence_config_changes, is_dependency_file};
 use std::collections::BTreeMap;
 
 /// Decide: attribute witnesses to the changed lines, run the rows of the
@@ -80,7 +82,7 @@ impl<'a> Decision<'a> {
             CONFIG_PATH,
             input.workflow.as_deref().filter(|w| !w.trim().is_empty()),
         );
-        let (no_evidence, glob_error) = no_evidence_globs(input.config, &config_reasons);
+        let (no_evidence, glob_error) = no_evidence_globs(input.config, input.patch, &config_reasons);
         let att = Attribution::of(
             input.patch,
             ev.coverage.as_ref(),
@@ -619,9 +621,11 @@ impl<'a> Decision<'a> {
 
     /// Row 7, `weakened_test`: the patch weakens its tests (retries, sleeps,
     /// skips, widened tolerances, removed assertions or tests, no-ops, new
-    /// tests that assert nothing).
+    /// tests that assert nothing; hand-written retries, swallowed assertions and
+    /// assertions loosened in place, `trust::checks`).
     fn weakened_test(&mut self) {
-        let weakened = weakenings(self.input.patch);
+        let mut weakened = weakenings(self.input.patch);
+        weakened.extend(checks::weakenings(self.input.patch));
         if weakened.is_empty() {
             return;
         }
@@ -954,9 +958,9 @@ impl<'a> Decision<'a> {
 /// The files that need no evidence: the policy's `no_evidence_paths`, the
 /// ledger (its edits are judged by the trust rules) and the non-Python files
 /// the trust rules judge (workflows, coverage and pytest settings, flakegate's
-/// config: no test can execute a YAML or INI file). A bad glob is reported
+/// config, dependency manifests: no test can execute a YAML or INI file). A bad glob is reported
 /// (row 1, `missing_evidence`) and then nothing matches.
-fn no_evidence_globs(config: &Config, config_reasons: &[Reason]) -> (PathGlobs, Option<String>) {
+fn no_evidence_globs(config: &Config, patch: &Patch, config_reasons: &[Reason]) -> (PathGlobs, Option<String>) {
     let trust_judged = config_reasons
         .iter()
         .flat_map(|r| r.locations.iter())
@@ -965,6 +969,13 @@ fn no_evidence_globs(config: &Config, config_reasons: &[Reason]) -> (PathGlobs, 
     let mut no_evidence = config.policy.no_evidence_paths.clone();
     no_evidence.push(globset::escape(&config.ledger));
     no_evidence.extend(trust_judged.map(|f| globset::escape(&f)));
+    no_evidence.extend(
+        patch
+            .files
+            .iter()
+            .filter(|f| is_dependency_file(&f.path))
+            .map(|f| globset::escape(&f.path)),
+    );
     match PathGlobs::new(&no_evidence) {
         Ok(g) => (g, None),
         Err(m) => (PathGlobs::new(&[]).expect("empty glob set"), Some(m)),

@@ -146,6 +146,15 @@ fn the_corpus_is_complete() {
         "honest_extract_method",
         "honest_import_constant",
         "adv_import_time_only",
+        "adv_retry_loop",
+        "adv_assert_loosened",
+        "adv_assert_swallowed",
+        "adv_conftest_hook",
+        "adv_requirements_plugin",
+        "adv_writes_evidence",
+        "honest_table_test",
+        "honest_conftest_fixture",
+        "honest_dependency_added",
     ] {
         assert!(
             names.iter().any(|n| n == want),
@@ -223,6 +232,37 @@ fn adversarial_reasons_name_the_file_and_line() {
         ("adv_assert_deleted", "weakened_test", "tests/test_util.py", None),
         ("adv_test_file_deleted", "weakened_test", "tests/test_util.py", None),
         ("adv_assertion_free_test", "self_witness", "src/shop/util.py", Some(21)),
+        ("adv_retry_loop", "weakened_test", "tests/test_pricing.py", Some(11)),
+        (
+            "adv_assert_loosened",
+            "weakened_test",
+            "tests/test_pricing.py",
+            Some(11),
+        ),
+        (
+            "adv_assert_swallowed",
+            "weakened_test",
+            "tests/test_pricing.py",
+            Some(13),
+        ),
+        (
+            "adv_conftest_hook",
+            "evidence_config_changed",
+            "tests/conftest.py",
+            Some(9),
+        ),
+        (
+            "adv_requirements_plugin",
+            "evidence_config_changed",
+            "requirements-dev.txt",
+            Some(2),
+        ),
+        (
+            "adv_writes_evidence",
+            "evidence_config_changed",
+            "tests/test_pricing.py",
+            Some(13),
+        ),
     ];
     let all = entries();
     for (name, code, file, line) in want {
@@ -474,4 +514,80 @@ fn import_time_lines_and_definition_headers() {
         msg.contains("2 ran only at import time: src/shop/util.py:3, src/shop/util.py:5"),
         "{msg}"
     );
+/// Issue 10 items 3–8: each message says what the patch did, where; an honest dependency is a
+/// note, and a requirements file is judged although the default `no_evidence_paths` match it.
+#[test]
+fn trust_messages_name_the_trick() {
+    let all = entries();
+    let want: &[(&str, &str, &[&str])] = &[
+        (
+            "adv_retry_loop",
+            "weakened_test",
+            &[
+                "retries its assertion in `test_apply_tax`",
+                "except AssertionError",
+                "line 13",
+            ],
+        ),
+        (
+            "adv_assert_loosened",
+            "weakened_test",
+            &[
+                "loosens an assertion in place in `test_apply_tax`",
+                "into `in`",
+                "base line 11",
+            ],
+        ),
+        (
+            "adv_assert_swallowed",
+            "weakened_test",
+            &["swallows its assertion in `test_apply_tax`", "(line 13)"],
+        ),
+        (
+            "adv_conftest_hook",
+            "evidence_config_changed",
+            &["tests/conftest.py:9", "`pytest_runtest_makereport`", "wrapper=True"],
+        ),
+        (
+            "adv_requirements_plugin",
+            "evidence_config_changed",
+            &["requirements-dev.txt:2", "adds `pytest-rerunfailures`"],
+        ),
+        (
+            "adv_writes_evidence",
+            "evidence_config_changed",
+            &["tests/test_pricing.py:13", "names the evidence (`coverage.json`)"],
+        ),
+    ];
+    for (name, code, says) in want {
+        let e = all.iter().find(|e| e.name == *name).unwrap();
+        let (t, base, _) = replay(e);
+        let v = check_base(t.path(), &base, e);
+        let r = v["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["code"] == *code)
+            .unwrap_or_else(|| panic!("{name}: no {code}: {:#}", v["reasons"]));
+        let m = r["message"].as_str().unwrap();
+        for s in *says {
+            assert!(m.contains(s), "{name}: {s:?} not in {m}");
+        }
+    }
+    let e = all.iter().find(|e| e.name == "honest_dependency_added").unwrap();
+    let (t, base, _) = replay(e);
+    let v = check_base(t.path(), &base, e);
+    let notes = v["notes"].as_array().unwrap();
+    assert!(
+        notes.iter().any(|n| {
+            let n = n.as_str().unwrap();
+            n.starts_with("pyproject.toml changes dependencies (adds `babel`)")
+        }),
+        "{notes:#?}"
+    );
+    // The honest table test's file is the patch's only change: nothing about it is a weakening.
+    let e = all.iter().find(|e| e.name == "honest_table_test").unwrap();
+    let (t, base, _) = replay(e);
+    let v = check_base(t.path(), &base, e);
+    assert!(!v.to_string().contains("retries"), "{:#}", v["reasons"]);
 }

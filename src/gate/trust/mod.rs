@@ -3,12 +3,16 @@
 //! not trusted (`evidence_config_changed`, row 1 of the decision table in the
 //! README's "How it decides"). It looks only at the patch: the workflow files,
 //! the coverage and pytest configuration, the flakegate config, and
-//! `# pragma: no cover` added to code.
+//! `# pragma: no cover` added to code; [`tooling`] adds pytest hooks and
+//! plugins, the test tooling in dependency files and code that writes the
+//! evidence.
 //!
 //! [`weakening`] finds what the patch does to its tests (`weakened_test`, and
 //! which tests it touches, for `self_witness`); the patch's edits of the ledger
 //! are diffed in `ledger.rs`.
 
+pub mod checks;
+pub mod tooling;
 pub mod weakening;
 
 use crate::gate::error::Location;
@@ -35,8 +39,6 @@ const EVIDENCE_KEYS: &[&str] = &[
     "python_classes",
     "norecursedirs",
     "collect_ignore",
-    "pytest_collection_modifyitems",
-    "pytest_ignore_collect",
 ];
 
 fn file_name(path: &str) -> &str {
@@ -180,8 +182,42 @@ pub fn evidence_config_changes(patch: &Patch, config_path: &str, workflow: Optio
             Some(Control::Note(n)) => notes.push(n),
             None => {}
         }
+        let t = tooling::tooling(fc);
+        if !t.distrust.is_empty() {
+            let at = |f: &tooling::Finding| match f.line {
+                Some(l) => Location::at(fc.path.clone(), l as usize, None),
+                None => Location::file(fc.path.clone()),
+            };
+            let list: Vec<String> = t
+                .distrust
+                .iter()
+                .take(3)
+                .map(|f| format!("{} {}", at(f), f.what))
+                .collect();
+            let more = match t.distrust.len() {
+                n if n > 3 => format!("; and {} more", n - 3),
+                _ => String::new(),
+            };
+            reasons.push(
+                Reason::new(
+                    ReasonCode::EvidenceConfigChanged,
+                    format!(
+                        "evidence not trusted: {}{more}; land that change on its own first, then this patch is judged under it",
+                        list.join("; ")
+                    ),
+                )
+                .at(t.distrust.iter().map(at).collect()),
+            );
+        }
+        notes.extend(t.notes);
     }
     (reasons, notes)
+}
+
+/// Dependency manifests the trust rules read (requirements, pyproject.toml,
+/// setup.cfg, tox.ini, Pipfile, lock files): they need no test evidence themselves.
+pub fn is_dependency_file(path: &str) -> bool {
+    tooling::is_dependency_manifest(path)
 }
 
 /// Is this a pytest test file (or its configuration)?

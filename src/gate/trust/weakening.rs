@@ -86,7 +86,7 @@ fn marks_new_test(
     false
 }
 
-fn code_part(text: &str) -> &str {
+pub(super) fn code_part(text: &str) -> &str {
     // Good enough for the signals: cut at a `#` that is not inside quotes.
     let mut in_s: Option<char> = None;
     for (i, c) in text.char_indices() {
@@ -101,7 +101,7 @@ fn code_part(text: &str) -> &str {
 }
 
 /// Does the line carry code (not blank, not only a comment)?
-fn is_code(text: &str) -> bool {
+pub(super) fn is_code(text: &str) -> bool {
     !code_part(text).trim().is_empty()
 }
 
@@ -110,7 +110,7 @@ fn is_assert(text: &str) -> bool {
     t.starts_with("assert ") || t.starts_with("assert(") || t.contains("self.assert") || t.contains("pytest.raises(")
 }
 
-fn is_ident(c: char) -> bool {
+pub(super) fn is_ident(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }
 
@@ -123,7 +123,7 @@ fn identifiers(code: &str) -> impl Iterator<Item = &str> {
 /// `self.assertEqual`, mock's `.assert_called_once_with`, `assert_allclose`,
 /// …), `pytest.raises`/`warns`/`fail`/`deprecated_call`, `self.fail`, or
 /// `raise AssertionError`?
-fn checks_something(text: &str) -> bool {
+pub(super) fn checks_something(text: &str) -> bool {
     let code = code_part(text);
     identifiers(code).any(|w| w.starts_with("assert") || w == "AssertionError")
         || [
@@ -138,7 +138,7 @@ fn checks_something(text: &str) -> bool {
 }
 
 /// Calls whose keyword arguments set a tolerance.
-const TOLERANCE_CALLS: &[&str] = &[
+pub(super) const TOLERANCE_CALLS: &[&str] = &[
     "approx(",
     "assertAlmostEqual(",
     "assertNotAlmostEqual(",
@@ -179,14 +179,14 @@ fn tolerances(text: &str) -> Vec<(&'static str, Option<f64>, String)> {
     out
 }
 
-fn test_def_name(text: &str) -> Option<&str> {
+pub(super) fn test_def_name(text: &str) -> Option<&str> {
     let name = crate::gate::patch::scope::block_name(code_part(text))?;
     let t = code_part(text).trim_start();
     (name.starts_with("test") && !t.starts_with("class")).then_some(name)
 }
 
 /// The test function a scope is in: its innermost `test…` name.
-fn test_of(scope: &Scope) -> Option<&str> {
+pub(super) fn test_of(scope: &Scope) -> Option<&str> {
     scope
         .names()
         .iter()
@@ -196,14 +196,14 @@ fn test_of(scope: &Scope) -> Option<&str> {
 }
 
 /// One line of the new side as the diff shows it.
-struct NewLine<'a> {
-    line: u32,
-    text: &'a str,
-    added: bool,
+pub(super) struct NewLine<'a> {
+    pub(super) line: u32,
+    pub(super) text: &'a str,
+    pub(super) added: bool,
 }
 
 /// The new side as far as the hunks show it (added and context lines, ascending).
-fn new_side(fc: &FileChange) -> Vec<NewLine<'_>> {
+pub(super) fn new_side(fc: &FileChange) -> Vec<NewLine<'_>> {
     let mut v: Vec<NewLine<'_>> = fc
         .added
         .iter()
@@ -222,7 +222,7 @@ fn new_side(fc: &FileChange) -> Vec<NewLine<'_>> {
     v
 }
 
-fn indent(text: &str) -> usize {
+pub(super) fn indent(text: &str) -> usize {
     text.chars()
         .take_while(|c| c.is_whitespace())
         .map(|c| if c == '\t' { 8 } else { 1 })
@@ -584,7 +584,7 @@ fn is_docstring_line(t: &str) -> bool {
 
 /// Where a removed line was, as a head-side place an annotation can point at: the surviving
 /// line that now stands where the removed run began (the file itself when it was deleted).
-fn at_removed(fc: &FileChange, old_line: u32) -> Location {
+pub(super) fn at_removed(fc: &FileChange, old_line: u32) -> Location {
     if fc.status == FileStatus::Deleted {
         return Location::file(fc.path.clone());
     }
