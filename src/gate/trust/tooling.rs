@@ -538,7 +538,10 @@ fn plugin_flag(fc: &FileChange, out: &mut Vec<Finding>) {
         if p {
             out.push(Finding {
                 line: Some(a.line),
-                what: format!("loads a pytest plugin on the command line (`{}`)", code.trim()),
+                what: format!(
+                    "changes which pytest plugins load (`-p` on the command line: `{}`)",
+                    code.trim()
+                ),
             });
             return;
         }
@@ -812,7 +815,8 @@ mod tests {
 
     #[test]
     fn plugins_on_the_command_line_and_as_entry_points() {
-        assert!(distrust("pyproject.toml", &["    \"-p\", \"tests.fakes\","], &[])[0].contains("loads a pytest plugin"));
+        assert!(distrust("pyproject.toml", &["    \"-p\", \"tests.fakes\","], &[])[0]
+            .contains("changes which pytest plugins load"));
         assert!(distrust("setup.cfg", &["    -p tests.fakes"], &[])[0].contains("`-p tests.fakes`"));
         assert!(distrust(
             "pyproject.toml",
