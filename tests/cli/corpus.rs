@@ -514,6 +514,8 @@ fn import_time_lines_and_definition_headers() {
         msg.contains("2 ran only at import time: src/shop/util.py:3, src/shop/util.py:5"),
         "{msg}"
     );
+}
+
 /// Issue 10 items 3–8: each message says what the patch did, where; an honest dependency is a
 /// note, and a requirements file is judged although the default `no_evidence_paths` match it.
 #[test]
