@@ -131,13 +131,17 @@ pub fn text(r: &Report) -> String {
             FileEvidence::NoExecutableChange => "no executable change".to_string(),
             FileEvidence::Blind => format!("BLIND: {}", f.blind_reason.as_deref().unwrap_or("")),
             FileEvidence::Measured => format!(
-                "{} changed, {} executable: {} stable, {} frozen-only, {} uncovered, {} excluded",
+                "{} changed, {} executable: {} stable, {} frozen-only, {} uncovered, {} excluded{}",
                 f.changed_lines.len(),
                 f.executable_changed_lines.len(),
                 f.stable_lines.len(),
                 f.frozen_only_lines.len(),
                 f.uncovered_lines.len(),
-                f.excluded_lines.len()
+                f.excluded_lines.len(),
+                match f.import_time_lines.len() {
+                    0 => String::new(),
+                    n => format!(", {n} import-time"),
+                }
             ),
         };
         let status = serde_json::to_value(f.status)
@@ -154,6 +158,7 @@ pub fn text(r: &Report) -> String {
                 LineClass::FrozenOnly => "FROZEN-ONLY",
                 LineClass::Uncovered => "UNCOVERED",
                 LineClass::Excluded => "EXCLUDED",
+                LineClass::ImportTime => "import-time",
                 LineClass::NotExecutable => "-",
             };
             let ws: Vec<String> = l

@@ -186,6 +186,14 @@ impl Sources for CommandLine<'_> {
             None => Ok(None),
         }
     }
+
+    /// With `--base`, the file as HEAD has it (never the working tree).
+    async fn head_file(&self, path: &str) -> anyhow::Result<Option<Named>> {
+        if self.args.base.is_none() {
+            return Ok(None);
+        }
+        Ok(git_show("HEAD", path)?.map(|b| Named::new(format!("HEAD:{path}"), b)))
+    }
 }
 
 fn git(args: &[&str]) -> anyhow::Result<Vec<u8>> {

@@ -55,7 +55,15 @@ pub trait Sources {
     async fn head_ledger(&self, path: &str) -> Result<Option<Named>, Self::Error>;
     /// A file at the base (CODEOWNERS), `None` when it is absent or this face reads no base.
     async fn base_file(&self, path: &str) -> Result<Option<Named>, Self::Error>;
+    /// A changed source file as the head has it, `None` when it is absent or this face
+    /// does not know the head's files (then headers are judged from coverage alone).
+    async fn head_file(&self, path: &str) -> Result<Option<Named>, Self::Error>;
 }
+
+/// At most this many head source files are read for one judgement, …
+const MAX_SOURCE_FILES: usize = 200;
+/// … each at most this large (a larger one is judged from coverage alone).
+const MAX_SOURCE_BYTES: usize = 4 << 20;
 
 /// Why the pipeline stopped before the gate could judge: the face decides how to say it.
 #[derive(Debug)]
@@ -142,20 +150,13 @@ pub async fn evaluate<S: Sources>(
         .await
         .map_err(AssembleError::Patch)?;
 
-    // Everything else is fetched first; reading and judging it is CPU and disk work
-    // (coverage files reach gigabytes), done off the runtime in one piece.
+    // Files are fetched on the runtime; reading and judging them is CPU and disk work
+    // (coverage files reach gigabytes), done off it.
     let base_ledger = src.base_ledger(&config_.ledger).await?;
     let sources = src.evidence().await?;
     let head_ledger = src.head_ledger(&config_.ledger).await?;
-    let mut codeowners = None;
-    for path in CODEOWNERS_PATHS {
-        if let Some(f) = src.base_file(path).await? {
-            codeowners = Some(f);
-            break;
-        }
-    }
     let config_ = config_.clone();
-    Ok(off_the_runtime(move || {
+    let (patch, ledger, mut evidence, mut inputs, mut notes, config_) = off_the_runtime(move || {
         // The ledger at the base: never the head's, which the patch controls.
         let ledger: Result<Ledger, Vec<InputError>> = match base_ledger {
             Ok(f) => {
@@ -167,21 +168,31 @@ pub async fn evaluate<S: Sources>(
                 Ok(Ledger::default())
             }
         };
-
         let loaded = load_evidence(&sources, &patch, ledger.as_ref().ok());
         inputs.extend(loaded.digests);
         let mut evidence = loaded.evidence;
-
         // The ledger as the patch leaves it: its edits are reported entry by entry
         // (and a freeze of the patch's own witnesses caught), never obeyed.
         if let Some(f) = head_ledger {
             set_head_ledger(&mut evidence, &mut notes, &f, config_.policy.max_freeze_days);
         }
+        (patch, ledger, evidence, inputs, notes, config_)
+    })
+    .await;
+
+    read_head_sources(src, &patch, &mut evidence, &mut inputs, &mut notes).await?;
+    let mut codeowners = None;
+    for path in CODEOWNERS_PATHS {
+        if let Some(f) = src.base_file(path).await? {
+            codeowners = Some(f);
+            break;
+        }
+    }
+    Ok(off_the_runtime(move || {
         // CODEOWNERS at the base names the owners of unwitnessed lines.
         if let Some(f) = codeowners {
             set_codeowners(&mut evidence, &mut inputs, &mut notes, &f);
         }
-
         let input = GateInput {
             patch: &patch,
             ledger: &ledger,
@@ -222,6 +233,56 @@ where
         // Blocking tasks cannot be aborted; only a runtime shutting down cancels one.
         Err(e) => panic!("evaluation cancelled by the runtime shutting down: {e}"),
     }
+}
+
+/// The head's text of the changed files coverage measures where some changed line has
+/// no test witness of its own (a `def` header, a decorator, a continuation line): with
+/// it the gate gives a header its body's witnesses. Absent, those lines are judged from
+/// coverage alone, and a note says so.
+async fn read_head_sources<S: Sources>(
+    src: &S,
+    patch: &crate::gate::Patch,
+    evidence: &mut Evidence,
+    inputs: &mut Vec<InputDigest>,
+    notes: &mut Vec<String>,
+) -> Result<(), S::Error> {
+    let Some(cov) = evidence.coverage.as_ref() else {
+        return Ok(());
+    };
+    let wanted: Vec<String> = patch
+        .files
+        .iter()
+        .filter(|f| !crate::gate::trust::is_test_file(&f.path))
+        .filter(|f| {
+            cov.files
+                .get(&f.path)
+                .is_some_and(|fc| f.added.iter().any(|l| !fc.witnesses.contains_key(&l.line)))
+        })
+        .map(|f| f.path.clone())
+        .collect();
+    let mut unread = Vec::new();
+    for path in &wanted {
+        if evidence.head_sources.len() >= MAX_SOURCE_FILES {
+            unread.push(format!("{path} (over {MAX_SOURCE_FILES} files)"));
+            continue;
+        }
+        match src.head_file(path).await? {
+            Some(f) if f.bytes.len() <= MAX_SOURCE_BYTES => {
+                inputs.push(InputDigest::of("source", &f.name, &f.bytes));
+                let text = String::from_utf8_lossy(&f.bytes).into_owned();
+                evidence.head_sources.insert(path.clone(), text);
+            }
+            Some(f) => unread.push(format!("{path} ({} bytes)", f.bytes.len())),
+            None => unread.push(path.clone()),
+        }
+    }
+    if !unread.is_empty() {
+        notes.push(format!(
+            "the head's source of {} was not read, so its changed def/class headers, decorators and continuation lines were judged from coverage alone (a header then counts as run only at import time)",
+            unread.join(", ")
+        ));
+    }
+    Ok(())
 }
 
 /// The head ledger, for the gate to report the patch's own edits. A ledger the
@@ -279,6 +340,9 @@ mod tests {
             Ok(None)
         }
         async fn base_file(&self, _path: &str) -> Result<Option<Named>, Self::Error> {
+            Ok(None)
+        }
+        async fn head_file(&self, _path: &str) -> Result<Option<Named>, Self::Error> {
             Ok(None)
         }
     }

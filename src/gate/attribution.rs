@@ -15,6 +15,7 @@ use crate::gate::probe::{Probe, Stability};
 use crate::gate::report::{
     DeletionReport, FileEvidence, FileReport, LineClass, LineReport, LineWitness, WitnessStatus,
 };
+use crate::gate::scopes::SourceMap;
 use crate::gate::trust::is_test_file;
 use std::collections::BTreeMap;
 
@@ -61,7 +62,14 @@ impl Attribution {
         policy: &Policy,
         ledger: &Ledger,
         probe: Option<&Probe>,
+        head_sources: &BTreeMap<String, String>,
     ) -> Self {
+        // Only files with a changed line are ever asked for their source.
+        let sources: BTreeMap<&String, SourceMap> = head_sources
+            .iter()
+            .filter(|(p, _)| patch.files.iter().any(|f| &f.path == *p && !f.added.is_empty()))
+            .map(|(p, text)| (p, SourceMap::parse(text)))
+            .collect();
         let classify = |t: &TestId| classify_test(t, ledger, probe);
         let mut files = Vec::new();
         let mut union: BTreeMap<TestId, WitnessStatus> = BTreeMap::new();
@@ -85,6 +93,7 @@ impl Attribution {
                 policy.attribute_deletions,
                 policy.run_phase_only,
                 coverage.is_some(),
+                sources.get(&fc.path),
                 &classify,
             );
             if fr.evidence == FileEvidence::Blind && fc.path.ends_with(".py") && fc.status != FileStatus::Added {
@@ -208,6 +217,7 @@ fn account_file(
     attribute_deletions: bool,
     run_phase_only: bool,
     have_coverage: bool,
+    source: Option<&SourceMap>,
     classify: &dyn Fn(&TestId) -> WitnessStatus,
 ) -> FileReport {
     let changed_lines = fc.added_line_numbers();
@@ -224,6 +234,7 @@ fn account_file(
         uncovered_lines: Vec::new(),
         frozen_only_lines: Vec::new(),
         excluded_lines: Vec::new(),
+        import_time_lines: Vec::new(),
         lines: Vec::new(),
         deletions: Vec::new(),
     };
@@ -317,22 +328,7 @@ fn account_file(
     };
     for al in &fc.added {
         let line = al.line;
-        let ws = witnesses_at(line);
-        let class = if cov.excluded.contains(&line) {
-            LineClass::Excluded
-        } else if !ws.is_empty() {
-            class_of(&ws)
-        } else if cov.has_statements {
-            if cov.missing.contains(&line) || cov.executed.contains(&line) || cov.import_time.contains(&line) {
-                LineClass::Uncovered
-            } else {
-                LineClass::NotExecutable
-            }
-        } else if cov.import_time.contains(&line) || cov.executed.contains(&line) || !is_non_code_text(&al.text) {
-            LineClass::Uncovered
-        } else {
-            LineClass::NotExecutable
-        };
+        let (class, ws) = classify_line(cov, source, al, run_phase_only, classify);
         if class == LineClass::NotExecutable {
             continue;
         }
@@ -342,6 +338,7 @@ fn account_file(
             LineClass::FrozenOnly => fr.frozen_only_lines.push(line),
             LineClass::Uncovered => fr.uncovered_lines.push(line),
             LineClass::Excluded => fr.excluded_lines.push(line),
+            LineClass::ImportTime => fr.import_time_lines.push(line),
             LineClass::NotExecutable => {}
         }
         fr.lines.push(LineReport {
@@ -399,6 +396,100 @@ fn account_file(
     fr
 }
 
+/// Union of the witnesses of `lines` (a statement's lines, a definition's body).
+fn witnesses_over(cov: &FileCoverage, lines: impl IntoIterator<Item = u32>) -> LineWitnesses {
+    let mut out = LineWitnesses::new();
+    for n in lines {
+        for (test, phases) in cov.witnesses.get(&n).into_iter().flatten() {
+            out.entry(test.clone()).or_default().extend(phases.iter().copied());
+        }
+    }
+    out
+}
+
+/// The class and witnesses of one changed line of a measured file.
+///
+/// Without the head source a line stands alone, as coverage reports it. With it
+/// (`source`), a line of a multi-line statement is judged as its statement (coverage
+/// reports a statement at its first line), and a line of a `def`/`class` header —
+/// decorators, signature — as the definition: witnessed by the tests that ran its
+/// body, besides any that ran the header itself, provided coverage saw the
+/// definition run. A line that ran only at import time is `import_time`.
+fn classify_line(
+    cov: &FileCoverage,
+    source: Option<&SourceMap>,
+    al: &crate::gate::patch::AddedLine,
+    run_phase_only: bool,
+    classify: &dyn Fn(&TestId) -> WitnessStatus,
+) -> (LineClass, Vec<LineWitness>) {
+    let line = al.line;
+    let ran = |n: u32| cov.executed.contains(&n) || cov.import_time.contains(&n) || cov.witnesses.contains_key(&n);
+    // The statement the line belongs to; without the source, the line itself.
+    let (first, last) = match source {
+        Some(src) => match src.statement_of(line) {
+            Some(span) => span,
+            // Blank or comment-only in the head source.
+            None => return (LineClass::NotExecutable, Vec::new()),
+        },
+        None => (line, line),
+    };
+    let class_of = |ws: &[LineWitness]| {
+        if ws.iter().any(|w| w.status.is_stable()) {
+            LineClass::Stable
+        } else {
+            LineClass::FrozenOnly
+        }
+    };
+    if cov.excluded.contains(&line) || cov.excluded.contains(&first) {
+        return (LineClass::Excluded, Vec::new());
+    }
+    let mut direct = witnesses_over(cov, first..=last);
+    if let Some(def) = source.and_then(|s| s.header_holding(line)) {
+        if ran(def.def_line) {
+            if let Some((b0, b1)) = def.body {
+                let body = witnesses_over(cov, b0..=b1);
+                for (test, phases) in body {
+                    direct.entry(test).or_default().extend(phases);
+                }
+            }
+        }
+    }
+    let ws = to_line_witnesses(&direct, run_phase_only, classify);
+    if !ws.is_empty() {
+        let class = class_of(&ws);
+        return (class, ws);
+    }
+    let import_time = (first..=last).any(|n| cov.import_time.contains(&n));
+    let executed = (first..=last).any(|n| cov.executed.contains(&n));
+    let class = if cov.has_statements {
+        if cov.missing.contains(&first) {
+            LineClass::Uncovered
+        } else if import_time {
+            // Ran, but only as the module was imported (context `""`).
+            LineClass::ImportTime
+        } else if executed {
+            // Ran under no test context (a foreign one): no witness.
+            LineClass::Uncovered
+        } else {
+            LineClass::NotExecutable
+        }
+    } else if import_time {
+        LineClass::ImportTime
+    } else if executed {
+        LineClass::Uncovered
+    } else {
+        // The `.coverage` data file lists no statements: code nothing ran is uncovered.
+        // With the source, the statement's first line decides (a continuation line's own text may be `)`).
+        let text = source.and_then(|s| s.statement_head(first)).unwrap_or(&al.text);
+        if is_non_code_text(text) {
+            LineClass::NotExecutable
+        } else {
+            LineClass::Uncovered
+        }
+    };
+    (class, Vec::new())
+}
+
 fn to_line_witnesses(
     ws: &LineWitnesses,
     run_phase_only: bool,
@@ -435,4 +526,16 @@ pub(crate) fn blind_locations(files: &[FileReport]) -> Vec<Location> {
         }
     }
     out
+}
+
+/// Every changed line that ran only at import time: not blind, but no witness either.
+pub(crate) fn import_time_locations(files: &[FileReport]) -> Vec<Location> {
+    files
+        .iter()
+        .flat_map(|f| {
+            f.import_time_lines
+                .iter()
+                .map(|&l| Location::at(f.path.clone(), l as usize, None))
+        })
+        .collect()
 }

@@ -48,6 +48,10 @@ pub struct Evidence {
     pub head_ledger: Option<Ledger>,
     /// CODEOWNERS at the base commit: owners of changed lines no stable test witnesses.
     pub codeowners: Option<CodeOwners>,
+    /// The head's text of changed source files (repository path → text), when the
+    /// face could read them: a `def`/`class` header is then witnessed by the tests
+    /// that ran its body, and a continuation line judged as its statement.
+    pub head_sources: std::collections::BTreeMap<String, String>,
 }
 
 /// Everything the gate decides on.

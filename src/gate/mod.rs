@@ -33,6 +33,7 @@ pub mod patch;
 pub mod probe;
 pub mod report;
 pub mod results;
+pub mod scopes;
 pub(crate) mod trust;
 pub mod verdict;
 

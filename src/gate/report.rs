@@ -9,7 +9,7 @@ use crate::gate::results::Outcome;
 use serde::Serialize;
 use std::collections::BTreeSet;
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The gate's verdict. INCONCLUSIVE blocks merge exactly like FAIL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -226,6 +226,9 @@ pub enum LineClass {
     Uncovered,
     /// Excluded from measurement (`# pragma: no cover`): blind.
     Excluded,
+    /// Ran only at import time (coverage's empty context): no test witnesses it,
+    /// but something ran it, so it is not blind.
+    ImportTime,
     /// Not executable (blank, comment): needs no witness.
     NotExecutable,
 }
@@ -294,6 +297,8 @@ pub struct FileReport {
     pub uncovered_lines: Vec<u32>,
     pub frozen_only_lines: Vec<u32>,
     pub excluded_lines: Vec<u32>,
+    /// Executable changed lines that ran only at import time.
+    pub import_time_lines: Vec<u32>,
     pub lines: Vec<LineReport>,
     pub deletions: Vec<DeletionReport>,
 }

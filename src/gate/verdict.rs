@@ -8,7 +8,7 @@
 //! blocking ones (FAIL, INCONCLUSIVE) come first, then caveats, then PASS, each
 //! group in table order; the first decides the verdict.
 
-use crate::gate::attribution::{blind_locations, classify_test, Attribution, Witnessing};
+use crate::gate::attribution::{blind_locations, classify_test, import_time_locations, Attribution, Witnessing};
 use crate::gate::config::{handle_for, Config, PathGlobs, SignalLevel, CONFIG_PATH};
 use crate::gate::error::Location;
 use crate::gate::input::{Evidence, GateInput};
@@ -88,6 +88,7 @@ impl<'a> Decision<'a> {
             &input.config.policy,
             ledger,
             ev.probe.as_ref(),
+            &ev.head_sources,
         );
         let ledger_changes = match (&ev.head_ledger, input.ledger) {
             (Some(head), Ok(base)) => ledger_changes(base, head),
@@ -478,14 +479,26 @@ impl<'a> Decision<'a> {
                 ));
             }
             Witnessing::Unwitnessed => {
-                let locs = blind_locations(&self.att.files);
+                let mut locs = blind_locations(&self.att.files);
+                let import_time = import_time_locations(&self.att.files);
+                let mut what = Vec::new();
+                if !locs.is_empty() {
+                    what.push(format!("{} blind: {}", locs.len(), short_locs(&locs, 5)));
+                }
+                if !import_time.is_empty() {
+                    what.push(format!(
+                        "{} ran only at import time: {}",
+                        import_time.len(),
+                        short_locs(&import_time, 5)
+                    ));
+                }
+                locs.extend(import_time);
                 self.reasons.push(
                     Reason::new(
                         ReasonCode::Uncovered,
                         format!(
-                            "no test executes any changed line ({} blind: {}); add a test that exercises them",
-                            locs.len(),
-                            short_locs(&locs, 5)
+                            "no test executes any changed line ({}); add a test that exercises them",
+                            what.join("; ")
                         ),
                     )
                     .at(locs),

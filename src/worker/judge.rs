@@ -142,6 +142,10 @@ impl Sources for PullRequestFiles<'_> {
     async fn base_file(&self, path: &str) -> Result<Option<Named>, Failure> {
         self.file_at(path, &self.base).await
     }
+
+    async fn head_file(&self, path: &str) -> Result<Option<Named>, Failure> {
+        self.file_at(path, &self.head).await
+    }
 }
 
 impl Worker {

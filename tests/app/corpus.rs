@@ -72,6 +72,45 @@ fn head_ledger(e: &Entry) -> Option<Vec<u8>> {
     std::fs::read(ledger).ok()
 }
 
+/// The head tree's changed Python source files (the project with the entry's whole patch
+/// applied by git), as the contents API serves them at the head: the App reads them to give a
+/// definition's header the witnesses of its body.
+fn head_sources(e: &Entry) -> Vec<(String, Vec<u8>)> {
+    fn copy(from: &std::path::Path, to: &std::path::Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap() {
+            let entry = entry.unwrap();
+            let target = to.join(entry.file_name());
+            if entry.file_type().unwrap().is_dir() {
+                copy(&entry.path(), &target);
+            } else {
+                std::fs::copy(entry.path(), target).unwrap();
+            }
+        }
+    }
+    let t = tempfile::tempdir().unwrap();
+    copy(&fixtures().join("project"), t.path());
+    let out = Command::new("git")
+        .args(["apply", "--unsafe-paths"])
+        .arg(e.dir.join("diff.patch"))
+        .current_dir(t.path())
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}: git apply: {}",
+        e.name,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let diff = std::fs::read_to_string(e.dir.join("diff.patch")).unwrap();
+    diff.lines()
+        .filter_map(|l| l.strip_prefix("+++ b/"))
+        .filter(|p| p.ends_with(".py"))
+        .filter_map(|p| std::fs::read(t.path().join(p)).ok().map(|b| (p.to_owned(), b)))
+        .collect()
+}
+
 /// The evidence record: the check run's `text` holds it in a fenced json block.
 fn json_block(text: &str) -> Value {
     let Some(start) = text.find("```json\n").map(|i| i + "```json\n".len()) else {
@@ -105,6 +144,9 @@ async fn every_corpus_entry_gets_its_verdict_from_the_app() {
         repo.put_file(&e.base, LEDGER_PATH, &base_ledger());
         if let Some(l) = head_ledger(e) {
             repo.put_file(&e.head, LEDGER_PATH, &l);
+        }
+        for (path, bytes) in head_sources(e) {
+            repo.put_file(&e.head, &path, &bytes);
         }
         let diff = std::fs::read_to_string(e.dir.join("diff.patch")).unwrap();
         repo.add_pull(PR, &e.base, &e.head, &diff);
@@ -142,6 +184,32 @@ async fn every_corpus_entry_gets_its_verdict_from_the_app() {
                 e.name, run.status, run.conclusion
             ));
         }
+        // Issue 10 item 1: the App read the head's source, so the new def's header lines have
+        // the witnesses of its body (without it they would be import-time lines).
+        if e.name == "honest_extract_method" {
+            let f = record["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["path"] == "src/shop/pricing.py")
+                .unwrap();
+            assert_eq!(f["stable_lines"], serde_json::json!([15, 16, 17, 18, 20, 27]), "{f:#}");
+            assert_eq!(f["import_time_lines"], serde_json::json!([]), "{f:#}");
+            let source = format!("{}:src/shop/pricing.py", e.head);
+            assert!(
+                record["inputs"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|i| i["role"] == "source" && i["path"] == source.as_str()),
+                "{:#}",
+                record["inputs"]
+            );
+        }
+        if e.name == "adv_import_time_only" {
+            let f = &record["files"][0];
+            assert_eq!(f["import_time_lines"], serde_json::json!([3, 5]), "{f:#}");
+        }
         // Where the patch weakened a test, the check run annotates the line.
         if e.name == "adv_sleep" {
             assert!(
@@ -155,27 +223,28 @@ async fn every_corpus_entry_gets_its_verdict_from_the_app() {
         // The comment: none for an honest patch (nothing to ask of anyone); for an adversarial
         // one, a single comment that names the verdict and what the patch did to its evidence.
         let comments = repo.comments(PR);
+        let patch_code = want_codes.iter().find(|c| {
+            ![
+                "failed",
+                "expired",
+                "uncovered",
+                "blind_lines",
+                "some_frozen",
+                "frozen_only",
+            ]
+            .contains(&c.as_str())
+        });
         if e.name.starts_with("honest_") {
             assert!(comments.is_empty(), "{}: {comments:#?}", e.name);
-        } else {
+        } else if let Some(patch_code) = patch_code {
             assert_eq!(comments.len(), 1, "{}: {comments:#?}", e.name);
             let body = &comments[0].body;
             assert!(body.contains(want_verdict), "{}: {body}", e.name);
-            let patch_code = want_codes
-                .iter()
-                .find(|c| {
-                    ![
-                        "failed",
-                        "expired",
-                        "uncovered",
-                        "blind_lines",
-                        "some_frozen",
-                        "frozen_only",
-                    ]
-                    .contains(&c.as_str())
-                })
-                .unwrap_or_else(|| panic!("{}: no patch reason expected", e.name));
             assert!(body.contains(&format!("`{patch_code}`")), "{}: {body}", e.name);
+        } else {
+            // Nothing the patch did to its own evidence (adv_import_time_only: no test speaks
+            // for it): the blocking check run says so, and nobody is asked for anything.
+            assert!(comments.is_empty(), "{}: {comments:#?}", e.name);
         }
         app.fake.verify().await;
     }

@@ -143,6 +143,9 @@ fn the_corpus_is_complete() {
         "honest_docs",
         "honest_new_test",
         "honest_new_test_skipif",
+        "honest_extract_method",
+        "honest_import_constant",
+        "adv_import_time_only",
     ] {
         assert!(
             names.iter().any(|n| n == want),
@@ -370,4 +373,105 @@ fn the_readme_table_says_what_the_corpus_expects() {
     documented.sort();
     expected.sort();
     assert_eq!(documented, expected);
+}
+
+fn entry(name: &str) -> Entry {
+    entries().into_iter().find(|e| e.name == name).unwrap()
+}
+
+fn file<'a>(v: &'a Value, path: &str) -> &'a Value {
+    v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == path)
+        .unwrap()
+}
+
+fn nums(v: &Value) -> Vec<u64> {
+    v.as_array().unwrap().iter().map(|n| n.as_u64().unwrap()).collect()
+}
+
+/// Issue 10 item 1 on the real evidence: a new `def`'s header lines (which coverage attributes
+/// only to import time) are witnessed by the tests that run its body; an import and a module
+/// constant are `import_time`, not blind; a patch of import-time lines alone is `uncovered`.
+#[test]
+fn import_time_lines_and_definition_headers() {
+    const APPLY_TAX_TESTS: [&str; 3] = [
+        "tests/test_cart.py::TestCart::test_stocked_total",
+        "tests/test_cart.py::TestCart::test_total",
+        "tests/test_pricing.py::test_apply_tax",
+    ];
+    let e = entry("honest_extract_method");
+    let (t, base, _) = replay(&e);
+    let v = check_base(t.path(), &base, &e);
+    assert_eq!(codes(&v), ["all_stable"]);
+    let f = file(&v, "src/shop/pricing.py");
+    // 15-18: `def _with_tax(` and its signature; 19 the docstring (no statement); 20 the body; 27 the call.
+    assert_eq!(nums(&f["executable_changed_lines"]), [15, 16, 17, 18, 20, 27]);
+    assert_eq!(nums(&f["stable_lines"]), [15, 16, 17, 18, 20, 27]);
+    assert!(nums(&f["import_time_lines"]).is_empty());
+    let def_line = f["lines"].as_array().unwrap().iter().find(|l| l["line"] == 15).unwrap();
+    let tests: Vec<&str> = def_line["witnesses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["test"].as_str().unwrap())
+        .collect();
+    assert_eq!(tests, APPLY_TAX_TESTS);
+    assert!(
+        v["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["role"] == "source" && i["path"] == "HEAD:src/shop/pricing.py"),
+        "{:#}",
+        v["inputs"]
+    );
+
+    // Without the head source (a diff file, no --base) the def line stands alone: it ran only
+    // at import time, which is not blind, and a note says the source was not read.
+    let out = Command::new(env!("CARGO_BIN_EXE_flakegate"))
+        .args(["check", "--format", "json", "--today", "2026-11-20", "--diff"])
+        .arg(e.dir.join("diff.patch"))
+        .arg(e.dir.join("evidence"))
+        .arg("--probe")
+        .arg(root().join("tests/fixtures/probe/reportlog"))
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(codes(&v), ["all_stable"]);
+    let f = file(&v, "src/shop/pricing.py");
+    assert_eq!(nums(&f["import_time_lines"]), [15]);
+    assert_eq!(nums(&f["stable_lines"]), [20, 27]);
+    assert!(
+        v["notes"].as_array().unwrap().iter().any(|n| n
+            .as_str()
+            .unwrap()
+            .contains("source of src/shop/pricing.py was not read")),
+        "{:#}",
+        v["notes"]
+    );
+
+    let e = entry("honest_import_constant");
+    let (t, base, _) = replay(&e);
+    let v = check_base(t.path(), &base, &e);
+    assert_eq!(codes(&v), ["all_stable"]);
+    let f = file(&v, "src/shop/cart.py");
+    assert_eq!(nums(&f["import_time_lines"]), [4, 6]);
+    assert_eq!(nums(&f["stable_lines"]), [23, 24, 28]);
+    assert!(nums(&f["uncovered_lines"]).is_empty());
+
+    let e = entry("adv_import_time_only");
+    let (t, base, _) = replay(&e);
+    let v = check_base(t.path(), &base, &e);
+    assert_eq!(codes(&v), ["uncovered"]);
+    let f = file(&v, "src/shop/util.py");
+    assert_eq!(nums(&f["import_time_lines"]), [3, 5]);
+    assert!(nums(&f["uncovered_lines"]).is_empty());
+    let msg = v["reasons"][0]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("2 ran only at import time: src/shop/util.py:3, src/shop/util.py:5"),
+        "{msg}"
+    );
 }

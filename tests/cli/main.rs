@@ -8,4 +8,5 @@ mod corpus;
 mod git_base;
 mod ledger_edit;
 mod probe;
+mod release;
 mod support;

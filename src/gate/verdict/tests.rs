@@ -131,6 +131,7 @@ struct Case {
     meta: Option<Meta>,
     head_sha: Option<String>,
     workflow: Option<String>,
+    head_sources: std::collections::BTreeMap<String, String>,
 }
 
 impl Case {
@@ -155,6 +156,7 @@ impl Case {
             meta: None,
             head_sha: None,
             workflow: None,
+            head_sources: Default::default(),
         }
     }
     fn run(&self) -> Report {
@@ -167,6 +169,7 @@ impl Case {
             problems: vec![],
             head_ledger: self.head_ledger.clone(),
             codeowners: self.codeowners.clone(),
+            head_sources: self.head_sources.clone(),
         };
         evaluate(&GateInput {
             patch: &self.patch,
@@ -780,4 +783,108 @@ fn an_xfail_on_head_of_a_test_that_always_passed_on_base_is_a_failure() {
     assert!(!r.results.failures.iter().any(|f| f.test == FROZEN && f.counts));
     c.probe = Some(probe(5, &[(FLAKY, 2)]));
     assert_eq!(c.run().verdict, Verdict::Pass, "{:#?}", c.run().reasons);
+}
+
+/// The head's `src/shop/refunds.py` in the import-time tests: a decorated function with a
+/// multi-line signature, and a module constant.
+const REFUNDS_HEAD: &str =
+    "\"\"\"Refunds.\"\"\"\n\nLIMIT = 10\n\n@cache\ndef refund(\n    amount,\n):\n    return amount\n";
+
+/// Coverage of [`REFUNDS_HEAD`] as coverage.py records it: the constant, the decorator and the
+/// `def` ran only at import time, the body under a test.
+fn refunds_head_coverage(has_statements: bool) -> Coverage {
+    let mut cov = coverage(&[(9, &[(STABLE, RUN)])], &[]);
+    let fc = cov.files.get_mut(FILE).unwrap();
+    fc.has_statements = has_statements;
+    for line in [1, 3, 5, 6] {
+        fc.executed.insert(line);
+        fc.import_time.insert(line);
+    }
+    cov
+}
+
+#[test]
+fn import_time_lines_are_their_own_class_and_not_blind() {
+    // A changed constant beside a changed, tested body line: PASS, the constant listed as import time.
+    let r = Case::new(
+        &[(3, "LIMIT = 10"), (9, "    return amount")],
+        refunds_head_coverage(true),
+    )
+    .run();
+    assert_eq!(r.codes(), ["all_stable"], "{:#?}", r.reasons);
+    assert_eq!(r.files[0].import_time_lines, vec![3]);
+    assert_eq!(r.files[0].executable_changed_lines, vec![3, 9]);
+    assert!(r.files[0].uncovered_lines.is_empty() && !r.files[0].is_blind());
+    let l3 = r.files[0].lines.iter().find(|l| l.line == 3).unwrap();
+    assert_eq!((l3.class, l3.witnesses.len()), (LineClass::ImportTime, 0));
+    // Only import-time lines: nothing speaks for the patch.
+    let r = Case::new(&[(3, "LIMIT = 10")], refunds_head_coverage(true)).run();
+    assert_eq!(r.codes(), ["uncovered"], "{:#?}", r.reasons);
+    assert!(
+        r.reasons[0]
+            .message
+            .contains("1 ran only at import time: src/shop/refunds.py:3"),
+        "{}",
+        r.reasons[0].message
+    );
+    assert_eq!(r.reasons[0].locations.len(), 1);
+    // An import-time line and a missing one: still uncovered, both named.
+    let mut cov = refunds_head_coverage(true);
+    cov.files.get_mut(FILE).unwrap().missing.insert(12);
+    let r = Case::new(&[(3, "LIMIT = 10"), (12, "x = 1")], cov).run();
+    assert_eq!(r.codes(), ["uncovered"], "{:#?}", r.reasons);
+    assert_eq!(r.files[0].uncovered_lines, vec![12]);
+    assert_eq!(r.reasons[0].locations.len(), 2);
+}
+
+#[test]
+fn a_definition_header_is_witnessed_by_its_body_with_the_head_source() {
+    for has_statements in [true, false] {
+        let changed: &[(u32, &str)] = &[(5, "@cache"), (7, "    amount,")];
+        // Without the source the decorator ran only at import time; on a `.coverage` file the
+        // continuation line counts as code nothing ran.
+        let r = Case::new(changed, refunds_head_coverage(has_statements)).run();
+        assert_eq!(r.codes(), ["uncovered"], "{has_statements}: {:#?}", r.reasons);
+        assert_eq!(r.files[0].import_time_lines, vec![5]);
+        // With it, both are the definition's header: the body's test witnesses them.
+        let mut c = Case::new(changed, refunds_head_coverage(has_statements));
+        c.head_sources.insert(FILE.into(), REFUNDS_HEAD.into());
+        let r = c.run();
+        assert_eq!(r.codes(), ["all_stable"], "{has_statements}: {:#?}", r.reasons);
+        assert_eq!(r.files[0].stable_lines, vec![5, 7]);
+        assert_eq!(r.files[0].lines[0].witnesses[0].test, TestId::new(STABLE));
+        assert!(r.files[0].import_time_lines.is_empty());
+    }
+    // A source that does not match the coverage (the def line never ran) lends no witnesses.
+    let mut cov = refunds_head_coverage(true);
+    let fc = cov.files.get_mut(FILE).unwrap();
+    fc.executed.remove(&6);
+    fc.import_time.remove(&6);
+    let mut c = Case::new(&[(5, "@cache")], cov);
+    c.head_sources.insert(FILE.into(), REFUNDS_HEAD.into());
+    let r = c.run();
+    assert_eq!(r.codes(), ["uncovered"], "{:#?}", r.reasons);
+    // A blank line inside the source is no code, whatever the diff says.
+    let mut c = Case::new(&[(4, "")], refunds_head_coverage(false));
+    c.head_sources.insert(FILE.into(), REFUNDS_HEAD.into());
+    assert!(c.run().files[0].executable_changed_lines.is_empty());
+}
+
+#[test]
+fn a_continuation_line_is_judged_as_its_statement_with_the_head_source() {
+    // `x = f(` at 10 ran under a test; its argument line 11 is no statement in coverage.json.
+    let src = "\n".repeat(9) + "x = f(\n    2,\n)\n";
+    let cov = coverage(&[(10, &[(STABLE, RUN)])], &[]);
+    let r = Case::new(&[(11, "    2,")], cov.clone()).run();
+    assert_eq!(
+        r.codes(),
+        ["no_executable_change"],
+        "without the source: {:#?}",
+        r.reasons
+    );
+    let mut c = Case::new(&[(11, "    2,")], cov);
+    c.head_sources.insert(FILE.into(), src);
+    let r = c.run();
+    assert_eq!(r.codes(), ["all_stable"], "{:#?}", r.reasons);
+    assert_eq!(r.files[0].stable_lines, vec![11]);
 }
