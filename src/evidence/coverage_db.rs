@@ -212,7 +212,7 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
     // The selected files' lines, a page at a time along the tables' unique
     // indexes (file_id, context_id[, fromno, tono]), so memory stays bounded
     // by a page even for a module that every test runs.
-    let mut ctx = ContextCollector::new();
+    let mut ctx = ContextCollector::for_matcher(matcher);
     let mut per_id: BTreeMap<i64, FileCoverage> = BTreeMap::new();
     for (&file_id, (_, (repo, _))) in &selected {
         let fc = per_id.entry(file_id).or_default();
