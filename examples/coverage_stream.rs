@@ -1,20 +1,21 @@
-//! Streaming benchmark harness for `flakegate::gate::coverage::json::read_json`.
+//! Benchmark harness for the coverage readers: `gate::coverage::json::read_json`
+//! and, for a coverage.py data file, `evidence::coverage_db::read_data_file_blocking`.
 //!
 //! ```text
-//! cargo run --release --example coverage_stream -- COVERAGE_JSON DIFF
+//! cargo run --release --example coverage_stream -- COVERAGE_JSON|.coverage DIFF
 //! ```
 //!
-//! Reads the file names of DIFF (its `+++ b/…` lines), streams COVERAGE_JSON
-//! through `read_json` with a `PathMatcher` over them, and prints what it kept.
-//! See docs/performance.md.
+//! Reads the file names of DIFF (its `+++ b/…` lines), reads the coverage
+//! with a `PathMatcher` over them, and prints what it kept. See docs/performance.md.
 
+use flakegate::evidence::coverage_db::read_data_file_blocking;
 use flakegate::gate::coverage::{json::read_json, PathMatcher};
 use std::time::Instant;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [json, diff] = args.as_slice() else {
-        eprintln!("usage: coverage_stream COVERAGE_JSON DIFF");
+        eprintln!("usage: coverage_stream COVERAGE_JSON|.coverage DIFF");
         std::process::exit(2);
     };
     let diff_text = std::fs::read_to_string(diff).expect("read diff");
@@ -23,10 +24,31 @@ fn main() {
         .filter_map(|l| l.strip_prefix("+++ b/"))
         .map(|p| p.trim_end_matches('\r'))
         .collect();
+    // The generators' hunks change one line each: `@@ -N +N @@` under `+++ b/PATH`.
+    let mut changed: Vec<(String, u32)> = Vec::new();
+    let mut current = String::new();
+    for l in diff_text.lines() {
+        if let Some(p) = l.strip_prefix("+++ b/") {
+            current = p.trim_end_matches('\r').to_string();
+        } else if let Some(rest) = l.strip_prefix("@@ -") {
+            let new = rest.split(' ').nth(1).and_then(|n| n.strip_prefix('+'));
+            if let Some(line) = new.and_then(|n| n.split(',').next()).and_then(|n| n.parse().ok()) {
+                changed.push((current.clone(), line));
+            }
+        }
+    }
     let matcher = PathMatcher::new(paths.iter().copied());
     let start = Instant::now();
-    let f = std::fs::File::open(json).expect("open coverage json");
-    let cov = match read_json(json, f, &matcher) {
+    let mut f = std::fs::File::open(json).expect("open the coverage file");
+    let mut magic = [0u8; 16];
+    let sqlite = std::io::Read::read_exact(&mut f, &mut magic).is_ok() && &magic == b"SQLite format 3\0";
+    let read = if sqlite {
+        read_data_file_blocking(std::path::Path::new(json), &matcher).map_err(|e| format!("{e:#}"))
+    } else {
+        let f = std::fs::File::open(json).expect("open the coverage file");
+        read_json(json, f, &matcher).map_err(|e| e.to_string())
+    };
+    let cov = match read {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
@@ -47,12 +69,23 @@ fn main() {
         .flat_map(|f| f.witnesses.values())
         .flat_map(|w| w.keys())
         .collect();
+    let changed_pairs: usize = changed
+        .iter()
+        .filter_map(|(p, line)| cov.files.get(p).and_then(|f| f.witnesses.get(line)))
+        .map(|w| w.len())
+        .sum();
     println!("diff paths:          {}", paths.len());
     println!("measured files:      {}", cov.measured_files);
     println!("selected files:      {}", cov.files.len());
     println!("witnessed lines:     {lines}");
     println!("line-test pairs:     {pairs}");
     println!("distinct witnesses:  {}", tests.len());
+    println!("changed-line pairs:  {changed_pairs}");
     println!("has test contexts:   {}", cov.has_test_contexts);
-    println!("read_json:           {:.2?}", elapsed);
+    println!(
+        "{}:{}{:.2?}",
+        if sqlite { "read_data_file" } else { "read_json" },
+        if sqlite { "      " } else { "           " },
+        elapsed
+    );
 }

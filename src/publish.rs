@@ -713,7 +713,7 @@ mod tests {
             probe: Some(fixtures().join("probe/reportlog")),
             meta: None,
         };
-        let loaded = crate::evidence::load_evidence(&sources, &patch, ledger.as_ref().ok());
+        let loaded = crate::evidence::load_evidence(&sources, &patch, ledger.as_ref().ok(), &Default::default());
         let input = GateInput {
             patch: &patch,
             ledger: &ledger,

@@ -244,7 +244,7 @@ fn read_probe(path: &Path) -> anyhow::Result<ReadProbe> {
         probe: Some(path.to_path_buf()),
         ..Default::default()
     };
-    let loaded = evidence::load_evidence(&sources, &crate::gate::Patch::default(), None);
+    let loaded = evidence::load_evidence(&sources, &crate::gate::Patch::default(), None, &Default::default());
     if let Some(e) = loaded.evidence.problems.first() {
         return Err(unusable(e.to_string()));
     }

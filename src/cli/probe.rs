@@ -149,7 +149,7 @@ fn selection(args: &ProbeArgs) -> anyhow::Result<Option<Vec<TestId>>> {
             coverage: Some(cov.clone()),
             ..Default::default()
         };
-        let loaded = evidence::load_evidence(&sources, &patch, None);
+        let loaded = evidence::load_evidence(&sources, &patch, None, &Default::default());
         if let Some(p) = loaded.evidence.problems.first() {
             return Err(unusable(p.to_string()));
         }

@@ -13,6 +13,7 @@ use crate::gate::ledger::parse_ledger;
 use crate::gate::patch::parse_patch;
 use crate::gate::{evaluate as gate_evaluate, Evidence, GateInput, InputDigest, InputError, Ledger, Report};
 use chrono::NaiveDate;
+use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock};
 use tokio::sync::Semaphore;
 
@@ -155,6 +156,8 @@ pub async fn evaluate<S: Sources>(
     let base_ledger = src.base_ledger(&config_.ledger).await?;
     let sources = src.evidence().await?;
     let head_ledger = src.head_ledger(&config_.ledger).await?;
+    // The head's sources before the coverage: they say which lines' witnesses to keep.
+    let head = fetch_head_sources(src, &patch).await?;
     let config_ = config_.clone();
     let (patch, ledger, mut evidence, mut inputs, mut notes, config_) = off_the_runtime(move || {
         // The ledger at the base: never the head's, which the patch controls.
@@ -168,7 +171,7 @@ pub async fn evaluate<S: Sources>(
                 Ok(Ledger::default())
             }
         };
-        let loaded = load_evidence(&sources, &patch, ledger.as_ref().ok());
+        let loaded = load_evidence(&sources, &patch, ledger.as_ref().ok(), &head.texts);
         inputs.extend(loaded.digests);
         let mut evidence = loaded.evidence;
         // The ledger as the patch leaves it: its edits are reported entry by entry
@@ -176,11 +179,11 @@ pub async fn evaluate<S: Sources>(
         if let Some(f) = head_ledger {
             set_head_ledger(&mut evidence, &mut notes, &f, config_.policy.max_freeze_days);
         }
+        head.into_evidence(&patch, &mut evidence, &mut inputs, &mut notes);
         (patch, ledger, evidence, inputs, notes, config_)
     })
     .await;
 
-    read_head_sources(src, &patch, &mut evidence, &mut inputs, &mut notes).await?;
     let mut codeowners = None;
     for path in CODEOWNERS_PATHS {
         if let Some(f) = src.base_file(path).await? {
@@ -235,54 +238,84 @@ where
     }
 }
 
-/// The head's text of the changed files coverage measures where some changed line has
-/// no test witness of its own (a `def` header, a decorator, a continuation line): with
-/// it the gate gives a header its body's witnesses. Absent, those lines are judged from
-/// coverage alone, and a note says so.
-async fn read_head_sources<S: Sources>(
-    src: &S,
-    patch: &crate::gate::Patch,
-    evidence: &mut Evidence,
-    inputs: &mut Vec<InputDigest>,
-    notes: &mut Vec<String>,
-) -> Result<(), S::Error> {
-    let Some(cov) = evidence.coverage.as_ref() else {
-        return Ok(());
+/// The head's text of the changed source files, read before the coverage: with it the
+/// gate gives a `def` header its body's witnesses and judges a continuation line as its
+/// statement, and the coverage reader keeps the witnesses of those lines only.
+struct HeadSources {
+    texts: BTreeMap<String, String>,
+    digests: Vec<InputDigest>,
+    /// Files not read, with why.
+    unread: BTreeMap<String, String>,
+}
+
+async fn fetch_head_sources<S: Sources>(src: &S, patch: &crate::gate::Patch) -> Result<HeadSources, S::Error> {
+    let mut head = HeadSources {
+        texts: BTreeMap::new(),
+        digests: Vec::new(),
+        unread: BTreeMap::new(),
     };
-    let wanted: Vec<String> = patch
+    let candidates = patch
         .files
         .iter()
-        .filter(|f| !crate::gate::trust::is_test_file(&f.path))
-        .filter(|f| {
-            cov.files
-                .get(&f.path)
-                .is_some_and(|fc| f.added.iter().any(|l| !fc.witnesses.contains_key(&l.line)))
-        })
-        .map(|f| f.path.clone())
-        .collect();
-    let mut unread = Vec::new();
-    for path in &wanted {
-        if evidence.head_sources.len() >= MAX_SOURCE_FILES {
-            unread.push(format!("{path} (over {MAX_SOURCE_FILES} files)"));
+        .filter(|f| !f.added.is_empty() && !crate::gate::trust::is_test_file(&f.path));
+    for f in candidates {
+        let path = &f.path;
+        if head.texts.len() >= MAX_SOURCE_FILES {
+            head.unread
+                .insert(path.clone(), format!("{path} (over {MAX_SOURCE_FILES} files)"));
             continue;
         }
         match src.head_file(path).await? {
-            Some(f) if f.bytes.len() <= MAX_SOURCE_BYTES => {
-                inputs.push(InputDigest::of("source", &f.name, &f.bytes));
-                let text = String::from_utf8_lossy(&f.bytes).into_owned();
-                evidence.head_sources.insert(path.clone(), text);
+            Some(file) if file.bytes.len() <= MAX_SOURCE_BYTES => {
+                head.digests.push(InputDigest::of("source", &file.name, &file.bytes));
+                let text = String::from_utf8_lossy(&file.bytes).into_owned();
+                head.texts.insert(path.clone(), text);
             }
-            Some(f) => unread.push(format!("{path} ({} bytes)", f.bytes.len())),
-            None => unread.push(path.clone()),
+            Some(file) => {
+                head.unread
+                    .insert(path.clone(), format!("{path} ({} bytes)", file.bytes.len()));
+            }
+            None => {
+                head.unread.insert(path.clone(), path.clone());
+            }
         }
     }
-    if !unread.is_empty() {
-        notes.push(format!(
-            "the head's source of {} was not read, so its changed def/class headers, decorators and continuation lines were judged from coverage alone (a header then counts as run only at import time)",
-            unread.join(", ")
-        ));
+    Ok(head)
+}
+
+impl HeadSources {
+    /// Hand the sources to the gate; a note names the files coverage measures that
+    /// had a changed line without a witness of its own (a header, a decorator, a
+    /// continuation line) and whose source could not be read.
+    fn into_evidence(
+        self,
+        patch: &crate::gate::Patch,
+        evidence: &mut Evidence,
+        inputs: &mut Vec<InputDigest>,
+        notes: &mut Vec<String>,
+    ) {
+        let Some(cov) = evidence.coverage.as_ref() else {
+            return;
+        };
+        let missed: Vec<&String> = patch
+            .files
+            .iter()
+            .filter(|f| {
+                cov.files
+                    .get(&f.path)
+                    .is_some_and(|fc| f.added.iter().any(|l| !fc.witnesses.contains_key(&l.line)))
+            })
+            .filter_map(|f| self.unread.get(&f.path))
+            .collect();
+        if !missed.is_empty() {
+            notes.push(format!(
+                "the head's source of {} was not read, so its changed def/class headers, decorators and continuation lines were judged from coverage alone (a header then counts as run only at import time)",
+                missed.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        inputs.extend(self.digests);
+        evidence.head_sources = self.texts;
     }
-    Ok(())
 }
 
 /// The head ledger, for the gate to report the patch's own edits. A ledger the

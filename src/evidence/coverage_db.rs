@@ -33,6 +33,24 @@ const TABLES: [&str; 6] = ["coverage_schema", "meta", "file", "context", "line_b
 /// Rows per query page.
 const PAGE: i64 = 4096;
 
+/// Every measured file (one row per source file: the only table read whole, to
+/// count the files and map absolute paths by suffix).
+const FILES_QUERY: &str = "SELECT id, CASE WHEN length(path) <= ?1 THEN path END FROM file LIMIT ?2";
+/// A page of one file's `line_bits`, along the `(file_id, context_id)` unique index.
+const LINE_BITS_QUERY: &str = "SELECT lb.context_id, CASE WHEN length(c.context) <= ?4 THEN c.context END, \
+     CASE WHEN length(lb.numbits) <= ?5 THEN lb.numbits END \
+     FROM line_bits lb JOIN context c ON c.id = lb.context_id \
+     WHERE lb.file_id = ?1 AND lb.context_id > ?2 ORDER BY lb.context_id LIMIT ?3";
+/// A page of one file's `arc` rows, along the `(file_id, context_id, fromno, tono)` unique index.
+const ARC_QUERY: &str = "SELECT a.context_id, CASE WHEN length(c.context) <= ?6 THEN c.context END, a.fromno, a.tono \
+     FROM arc a JOIN context c ON c.id = a.context_id \
+     WHERE a.file_id = ?1 AND (a.context_id, a.fromno, a.tono) > (?2, ?3, ?4) \
+     ORDER BY a.context_id, a.fromno, a.tono LIMIT ?5";
+/// A page of test-context candidates, along the `context` table's rowid (it stops at
+/// the first test context).
+const CONTEXT_QUERY: &str = "SELECT id, context FROM context WHERE id > ?1 AND length(context) <= ?3 \
+     AND instr(context, '::') > 0 AND instr(context, '|') > 0 ORDER BY id LIMIT ?2";
+
 /// The columns of each table flakegate reads, as coverage.py creates them. Anything
 /// else — a generated or hidden column, an extra column, a view or trigger, a virtual
 /// table — is not coverage.py's schema and is refused before a row is read: a 53 KB
@@ -167,7 +185,7 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
     }
 
     // All file paths: count them, pick the patch's.
-    let rows = sqlx::query("SELECT id, CASE WHEN length(path) <= ?1 THEN path END FROM file LIMIT ?2")
+    let rows = sqlx::query(FILES_QUERY)
         .bind(MAX_PATH)
         .bind(MAX_FILES + 1)
         .fetch_all(&mut *conn)
@@ -194,7 +212,7 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
     // The selected files' lines, a page at a time along the tables' unique
     // indexes (file_id, context_id[, fromno, tono]), so memory stays bounded
     // by a page even for a module that every test runs.
-    let mut ctx = ContextCollector::new();
+    let mut ctx = ContextCollector::for_matcher(matcher);
     let mut per_id: BTreeMap<i64, FileCoverage> = BTreeMap::new();
     for (&file_id, (_, (repo, _))) in &selected {
         let fc = per_id.entry(file_id).or_default();
@@ -202,20 +220,15 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
         // Line mode: one numbits blob per (file, context).
         let mut after = i64::MIN;
         loop {
-            let rows = sqlx::query(
-                "SELECT lb.context_id, CASE WHEN length(c.context) <= ?4 THEN c.context END, \
-                 CASE WHEN length(lb.numbits) <= ?5 THEN lb.numbits END \
-                 FROM line_bits lb JOIN context c ON c.id = lb.context_id \
-                 WHERE lb.file_id = ?1 AND lb.context_id > ?2 ORDER BY lb.context_id LIMIT ?3",
-            )
-            .bind(file_id)
-            .bind(after)
-            .bind(PAGE)
-            .bind(MAX_CONTEXT)
-            .bind(MAX_NUMBITS)
-            .fetch_all(&mut *conn)
-            .await
-            .with_context(|| format!("{name}: cannot read line_bits"))?;
+            let rows = sqlx::query(LINE_BITS_QUERY)
+                .bind(file_id)
+                .bind(after)
+                .bind(PAGE)
+                .bind(MAX_CONTEXT)
+                .bind(MAX_NUMBITS)
+                .fetch_all(&mut *conn)
+                .await
+                .with_context(|| format!("{name}: cannot read line_bits"))?;
             for row in &rows {
                 after = row
                     .try_get(0)
@@ -243,21 +256,16 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
         // (negative numbers are entries and exits of code objects).
         let mut after = (i64::MIN, i64::MIN, i64::MIN);
         loop {
-            let rows = sqlx::query(
-                "SELECT a.context_id, CASE WHEN length(c.context) <= ?6 THEN c.context END, a.fromno, a.tono \
-                 FROM arc a JOIN context c ON c.id = a.context_id \
-                 WHERE a.file_id = ?1 AND (a.context_id, a.fromno, a.tono) > (?2, ?3, ?4) \
-                 ORDER BY a.context_id, a.fromno, a.tono LIMIT ?5",
-            )
-            .bind(file_id)
-            .bind(after.0)
-            .bind(after.1)
-            .bind(after.2)
-            .bind(PAGE)
-            .bind(MAX_CONTEXT)
-            .fetch_all(&mut *conn)
-            .await
-            .with_context(|| format!("{name}: cannot read arc"))?;
+            let rows = sqlx::query(ARC_QUERY)
+                .bind(file_id)
+                .bind(after.0)
+                .bind(after.1)
+                .bind(after.2)
+                .bind(PAGE)
+                .bind(MAX_CONTEXT)
+                .fetch_all(&mut *conn)
+                .await
+                .with_context(|| format!("{name}: cannot read arc"))?;
             for row in &rows {
                 rows_read.take(name, repo)?;
                 let context_id: i64 = row
@@ -288,16 +296,13 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
     // look like `…::…|…` are fetched, a page at a time.
     let mut after = i64::MIN;
     while !ctx.seen_test() {
-        let rows = sqlx::query(
-            "SELECT id, context FROM context WHERE id > ?1 AND length(context) <= ?3 \
-             AND instr(context, '::') > 0 AND instr(context, '|') > 0 ORDER BY id LIMIT ?2",
-        )
-        .bind(after)
-        .bind(PAGE)
-        .bind(MAX_CONTEXT)
-        .fetch_all(&mut *conn)
-        .await
-        .with_context(|| format!("{name}: cannot read the context table"))?;
+        let rows = sqlx::query(CONTEXT_QUERY)
+            .bind(after)
+            .bind(PAGE)
+            .bind(MAX_CONTEXT)
+            .fetch_all(&mut *conn)
+            .await
+            .with_context(|| format!("{name}: cannot read the context table"))?;
         for row in &rows {
             after = row
                 .try_get(0)
@@ -889,5 +894,61 @@ mod tests {
             e.contains("x.coverage") && e.contains("src/a.py") && e.contains("rows"),
             "{e}"
         );
+    }
+
+    /// The plans SQLite makes for the reader's queries on a data file coverage.py wrote:
+    /// each selected file's rows are found through an index (or the rowid), never by
+    /// scanning `line_bits`, `arc` or `context`; the `file` table (one row per measured
+    /// source file) is the only one read whole.
+    #[tokio::test]
+    async fn the_queries_use_indexes_not_scans() {
+        let path = fixtures().join("cases/all_stable/evidence/.coverage");
+        let options = SqliteConnectOptions::new()
+            .filename(&path)
+            .read_only(true)
+            .immutable(true);
+        let mut conn = SqliteConnection::connect_with(&options).await.unwrap();
+        let mut plans = Vec::new();
+        for (query, params) in [
+            (FILES_QUERY, 2),
+            (LINE_BITS_QUERY, 5),
+            (ARC_QUERY, 6),
+            (CONTEXT_QUERY, 3),
+        ] {
+            let sql = format!("EXPLAIN QUERY PLAN {query}");
+            let mut q = sqlx::query_as::<_, (i64, i64, i64, String)>(&sql);
+            for _ in 0..params {
+                q = q.bind(1i64);
+            }
+            let plan: Vec<String> = q.fetch_all(&mut conn).await.unwrap().into_iter().map(|r| r.3).collect();
+            plans.push(plan);
+        }
+        let [files, line_bits, arc, context] = <[Vec<String>; 4]>::try_from(plans).unwrap();
+        assert_eq!(files.len(), 1, "{files:?}");
+        assert!(files[0].starts_with("SCAN file"), "{files:?}");
+        for (what, plan) in [("line_bits", &line_bits), ("arc", &arc), ("context", &context)] {
+            assert!(
+                plan.iter().all(|step| step.starts_with("SEARCH ")),
+                "{what}: every step must be an index or rowid search: {plan:?}"
+            );
+        }
+        assert!(
+            line_bits[0].contains("lb USING INDEX sqlite_autoindex_line_bits_1 (file_id=? AND context_id>?)"),
+            "{line_bits:?}"
+        );
+        assert!(
+            line_bits[1].contains("c USING INTEGER PRIMARY KEY (rowid=?)"),
+            "{line_bits:?}"
+        );
+        assert!(
+            arc[0].contains("INDEX sqlite_autoindex_arc_1 (file_id=? AND (context_id,fromno,tono)>(?,?,?))"),
+            "{arc:?}"
+        );
+        assert!(arc[1].contains("c USING INTEGER PRIMARY KEY (rowid=?)"), "{arc:?}");
+        assert!(
+            context[0].contains("context USING INTEGER PRIMARY KEY (rowid>?)"),
+            "{context:?}"
+        );
+        conn.close().await.unwrap();
     }
 }

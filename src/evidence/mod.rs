@@ -22,7 +22,7 @@ use crate::gate::nodeid::TestId;
 use crate::gate::probe::{self, Probe};
 use crate::gate::results::{self, TestResults};
 use crate::gate::{InputDigest, InputError, Ledger, Location, Patch};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Where each part of the evidence is. Explicit parts override the directory's.
@@ -104,8 +104,16 @@ impl EvidenceSources {
 }
 
 /// Read the evidence for `patch`. Never fails: an unreadable part is recorded
-/// in `evidence.problems`, and the gate turns that into INCONCLUSIVE.
-pub fn load_evidence(sources: &EvidenceSources, patch: &Patch, ledger: Option<&Ledger>) -> Loaded {
+/// in `evidence.problems`, and the gate turns that into INCONCLUSIVE. Of the
+/// coverage, only the witnesses of the lines the gate reads are kept
+/// (the gate's `attribution::lines_needed`, which uses `head_sources` for the
+/// scopes of changed headers).
+pub fn load_evidence(
+    sources: &EvidenceSources,
+    patch: &Patch,
+    ledger: Option<&Ledger>,
+    head_sources: &BTreeMap<String, String>,
+) -> Loaded {
     let sources = sources.clone().resolve();
     let mut out = Loaded::default();
     if let Some(dir) = &sources.dir {
@@ -117,7 +125,7 @@ pub fn load_evidence(sources: &EvidenceSources, patch: &Patch, ledger: Option<&L
             return out;
         }
     }
-    let matcher = PathMatcher::new(patch.paths());
+    let matcher = PathMatcher::new(patch.paths()).keeping(crate::gate::attribution::lines_needed(patch, head_sources));
 
     // Coverage.
     if let Some(path) = &sources.coverage {
@@ -146,9 +154,7 @@ pub fn load_evidence(sources: &EvidenceSources, patch: &Patch, ledger: Option<&L
     let mut known: BTreeSet<TestId> = BTreeSet::new();
     if let Some(cov) = &out.evidence.coverage {
         for f in cov.files.values() {
-            for ws in f.witnesses.values() {
-                known.extend(ws.keys().cloned());
-            }
+            known.extend(f.tests.iter().cloned());
         }
     }
     if let Some(l) = ledger {
@@ -381,5 +387,70 @@ pub fn artifact_relative(report: &mut crate::gate::Report, extracted: &Path, art
     }
     for n in &mut report.notes {
         fix(n);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::attribution::lines_needed;
+    use crate::gate::patch::parse_patch;
+
+    /// However large a changed file's entry, only the witnesses of the lines the gate
+    /// reads are kept (issue 11 item 14): the same as a full read on those lines, none
+    /// elsewhere; which lines ran is kept whole.
+    #[test]
+    fn only_the_lines_the_gate_reads_keep_their_witnesses() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cases");
+        for (case, file) in [
+            ("some_frozen", "coverage.json"),
+            ("some_frozen", ".coverage"),
+            ("pure_deletion", "coverage.json"),
+        ] {
+            let dir = root.join(case);
+            let diff = std::fs::read(dir.join("diff.patch")).unwrap();
+            let patch = parse_patch("diff.patch", &diff).unwrap();
+            let path = dir.join("evidence").join(file);
+            let sources = EvidenceSources {
+                coverage: Some(path.clone()),
+                ..EvidenceSources::default()
+            };
+            let kept = load_evidence(&sources, &patch, None, &BTreeMap::new())
+                .evidence
+                .coverage
+                .unwrap_or_else(|| panic!("{case}/{file}: no coverage"));
+            let (all, _) = read_coverage(&path, &PathMatcher::new(patch.paths())).unwrap();
+            let needed = lines_needed(&patch, &BTreeMap::new());
+            let pairs = |c: &Coverage| {
+                c.files
+                    .values()
+                    .flat_map(|f| f.witnesses.values())
+                    .map(|w| w.len())
+                    .sum::<usize>()
+            };
+            assert!(pairs(&kept) > 0, "{case}/{file}: the changed lines have witnesses");
+            assert!(
+                pairs(&all) > pairs(&kept),
+                "{case}/{file}: lines the gate does not read were dropped"
+            );
+            for (repo, full) in &all.files {
+                let k = &kept.files[repo];
+                assert_eq!(
+                    (&k.executed, &k.import_time),
+                    (&full.executed, &full.import_time),
+                    "{case}/{file}"
+                );
+                for line in k.witnesses.keys() {
+                    assert!(needed[repo].contains(line), "{case}/{file}: {repo}:{line} kept");
+                }
+                for line in &needed[repo] {
+                    assert_eq!(
+                        k.witnesses.get(line),
+                        full.witnesses.get(line),
+                        "{case}/{file}: {repo}:{line}"
+                    );
+                }
+            }
+        }
     }
 }

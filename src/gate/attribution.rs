@@ -17,7 +17,7 @@ use crate::gate::report::{
 };
 use crate::gate::scopes::SourceMap;
 use crate::gate::trust::is_test_file;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The patch's changed lines and their witnesses, file by file, and the totals
 /// the rows decide on.
@@ -394,6 +394,40 @@ fn account_file(
         fr.evidence = FileEvidence::NoExecutableChange;
     }
     fr
+}
+
+/// The lines of each changed file whose witnesses [`Attribution::of`] reads — the
+/// changed lines, the statements they belong to and, for a changed `def`/`class`
+/// header, the definition's `def` line and body (with the head source), and the
+/// neighbours of each deletion — so a coverage reader keeps only those
+/// ([`crate::gate::coverage::PathMatcher::keeping`]) however large a file's entry is.
+pub fn lines_needed(patch: &Patch, head_sources: &BTreeMap<String, String>) -> BTreeMap<String, BTreeSet<u32>> {
+    let mut out = BTreeMap::new();
+    for fc in &patch.files {
+        let mut keep = BTreeSet::new();
+        let source = head_sources
+            .get(&fc.path)
+            .filter(|_| !fc.added.is_empty())
+            .map(|text| SourceMap::parse(text));
+        for al in &fc.added {
+            keep.insert(al.line);
+            let Some(src) = &source else { continue };
+            if let Some((first, last)) = src.statement_of(al.line) {
+                keep.extend(first..=last);
+            }
+            if let Some(def) = src.header_holding(al.line) {
+                keep.insert(def.def_line);
+                if let Some((b0, b1)) = def.body {
+                    keep.extend(b0..=b1);
+                }
+            }
+        }
+        for d in &fc.deletions {
+            keep.extend([d.after, d.after + 1]);
+        }
+        out.insert(fc.path.clone(), keep);
+    }
+    out
 }
 
 /// Union of the witnesses of `lines` (a statement's lines, a definition's body).

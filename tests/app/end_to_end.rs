@@ -182,6 +182,18 @@ impl Mocks for App {
                 },
             )
             .await;
+        // The changed source as the head has it, asked for before the coverage is read (its
+        // scopes say which lines' witnesses to keep); absent here, so the lines stand alone.
+        self.fake
+            .mock("GET", &repo_path("/contents/src/shop/refunds.py"), times, |req| {
+                assert!(
+                    req.url.query_pairs().any(|(k, v)| k == "ref" && v == head()),
+                    "a changed source is read at the head sha: {}",
+                    req.url
+                );
+                ResponseTemplate::new(404).set_body_json(json!({ "message": "Not Found" }))
+            })
+            .await;
         // No CODEOWNERS at the base, in any of GitHub's three places.
         for path in flakegate::gate::codeowners::CODEOWNERS_PATHS {
             self.fake

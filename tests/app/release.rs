@@ -72,10 +72,10 @@ async fn the_release_diff_passes_through_the_app_with_its_headers_witnessed() {
     assert_eq!(record["reasons"][0]["code"], "all_stable");
     let f = record["files"]
         .as_array()
-        .unwrap()
+        .unwrap_or_else(|| panic!("no files array: {}", &text[..text.len().min(3000)]))
         .iter()
         .find(|f| f["path"] == MODULE)
-        .unwrap();
+        .unwrap_or_else(|| panic!("{MODULE} not in the record: {record:#}"));
     assert_eq!(f["import_time_lines"], json!([15]), "{f:#}");
     assert_eq!(
         f["stable_lines"],

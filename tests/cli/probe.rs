@@ -372,7 +372,8 @@ fn from_saved_files_equals_the_live_probe() {
         probe: Some(keep.clone()),
         ..Default::default()
     };
-    let loaded = flakegate::evidence::load_evidence(&gate_dir, &flakegate::gate::Patch::default(), None);
+    let loaded =
+        flakegate::evidence::load_evidence(&gate_dir, &flakegate::gate::Patch::default(), None, &Default::default());
     let gp = loaded.evidence.probe.expect("gate reads the kept runs");
     for t in from.json["tests"].as_array().unwrap() {
         // (The gate keeps no entry for a test with no pass/fail outcome, e.g. one skipped every run.)

@@ -37,7 +37,7 @@ impl<'m> State<'m> {
             files: BTreeMap::new(),
             measured_files: 0,
             mapped_paths: Vec::new(),
-            ctx: ContextCollector::new(),
+            ctx: ContextCollector::for_matcher(matcher),
             saw_files: false,
             meta: None,
         }

@@ -42,6 +42,10 @@ pub struct FileCoverage {
     pub witnesses: BTreeMap<u32, LineWitnesses>,
     /// Lines that ran only at import time (context `""`).
     pub import_time: BTreeSet<u32>,
+    /// Every test whose context ran some line of the file, one string per test
+    /// (witnesses are kept only for the lines the gate reads; these are all of them,
+    /// for matching JUnit records to node ids).
+    pub tests: BTreeSet<TestId>,
 }
 
 /// Coverage of the patch's files.
@@ -66,16 +70,38 @@ pub struct Coverage {
 /// Maps coverage.py's file names onto the patch's repository paths: exact
 /// match after normalising `./` and `\`, else the longest repository path
 /// that is a `/`-bounded suffix of the coverage path.
+///
+/// It also says which lines' witnesses to keep ([`PathMatcher::keeping`]): a
+/// changed file's entry can be hundreds of megabytes (a core module every test
+/// runs), while the gate reads the witnesses of a few lines.
 #[derive(Debug, Clone)]
 pub struct PathMatcher {
     repo_paths: BTreeSet<String>,
+    /// Repository path → the lines whose witnesses are kept; `None`: every line.
+    keep: Option<BTreeMap<String, BTreeSet<u32>>>,
 }
 
 impl PathMatcher {
     pub fn new<'a>(paths: impl IntoIterator<Item = &'a str>) -> Self {
         PathMatcher {
             repo_paths: paths.into_iter().map(normalise).collect(),
+            keep: None,
         }
+    }
+
+    /// Keep witnesses only of these lines (by repository path; a path not listed
+    /// keeps none). Which lines ran at all (`executed`, `missing`, import time) is
+    /// kept for every line: one number each.
+    pub fn keeping(mut self, lines: BTreeMap<String, BTreeSet<u32>>) -> Self {
+        self.keep = Some(lines.into_iter().map(|(p, l)| (normalise(&p), l)).collect());
+        self
+    }
+
+    /// Are the witnesses of `line` of the repository file `repo_path` kept?
+    pub fn keeps(&self, repo_path: &str, line: u32) -> bool {
+        self.keep
+            .as_ref()
+            .is_none_or(|k| k.get(repo_path).is_some_and(|l| l.contains(&line)))
     }
 
     /// The repository path a coverage file name stands for, if the patch names it.
@@ -112,6 +138,7 @@ pub fn record_context(fc: &mut FileCoverage, line: u32, context: &str, foreign: 
             false
         }
         ContextKind::Test(test, phase) => {
+            fc.tests.insert(test.clone());
             fc.witnesses
                 .entry(line)
                 .or_default()
@@ -144,11 +171,28 @@ pub struct ContextCollector {
     others: BTreeMap<String, BTreeSet<(String, u32)>>,
     static_prefixes: BTreeSet<String>,
     seen_test: bool,
+    /// The matcher's lines to keep witnesses of (`None`: all).
+    keep: Option<BTreeMap<String, BTreeSet<u32>>>,
 }
 
 impl ContextCollector {
+    /// A collector that keeps every line's witnesses.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A collector that keeps the witnesses of the lines `matcher` keeps.
+    pub fn for_matcher(matcher: &PathMatcher) -> Self {
+        ContextCollector {
+            keep: matcher.keep.clone(),
+            ..Self::default()
+        }
+    }
+
+    fn keeps(&self, repo_path: &str, line: u32) -> bool {
+        self.keep
+            .as_ref()
+            .is_none_or(|k| k.get(repo_path).is_some_and(|l| l.contains(&line)))
     }
 
     /// Record one context of one line of the file `repo_path` (whose coverage
@@ -157,12 +201,27 @@ impl ContextCollector {
         if line == 0 {
             return;
         }
+        let keep = self.keeps(repo_path, line);
         match crate::gate::nodeid::parse_context(context) {
             ContextKind::ImportTime => {
                 fc.import_time.insert(line);
             }
+            // A line nobody asks about: its test contexts can still name a static prefix.
+            ContextKind::Test(test, _) if !keep => {
+                self.note_prefix(context, &test);
+                if !fc.tests.contains(&test) {
+                    fc.tests.insert(test);
+                }
+            }
+            // Named in the sample of foreign contexts, but its place is not kept.
+            ContextKind::Other(s) if !keep => {
+                self.others.entry(s).or_default();
+            }
             ContextKind::Test(test, phase) => {
                 self.note_prefix(context, &test);
+                if !fc.tests.contains(&test) {
+                    fc.tests.insert(test.clone());
+                }
                 fc.witnesses
                     .entry(line)
                     .or_default()
@@ -241,6 +300,7 @@ fn merge_file(dst: &mut FileCoverage, src: FileCoverage) {
         }
     }
     dst.import_time.extend(src.import_time);
+    dst.tests.extend(src.tests);
 }
 
 /// Insert `(repo, fc)` into `files`, merging with an earlier entry, and note
