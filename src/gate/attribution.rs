@@ -444,15 +444,22 @@ fn classify_line(
         return (LineClass::Excluded, Vec::new());
     }
     let mut direct = witnesses_over(cov, first..=last);
-    if let Some(def) = source.and_then(|s| s.header_holding(line)) {
-        if ran(def.def_line) {
-            if let Some((b0, b1)) = def.body {
-                let body = witnesses_over(cov, b0..=b1);
-                for (test, phases) in body {
-                    direct.entry(test).or_default().extend(phases);
-                }
-            }
-        }
+    let body = match source {
+        Some(src) => src
+            .header_holding(line)
+            .filter(|def| ran(def.def_line))
+            .and_then(|def| def.body)
+            .map(|(b0, b1)| witnesses_over(cov, b0..=b1)),
+        // Without the source, coverage.json's regions still name each definition's own line
+        // (not its decorators or continuation lines) and its body.
+        None => cov
+            .regions
+            .iter()
+            .find(|(def_line, _)| *def_line == line && ran(line))
+            .map(|(_, lines)| witnesses_over(cov, lines.iter().copied())),
+    };
+    for (test, phases) in body.into_iter().flatten() {
+        direct.entry(test).or_default().extend(phases);
     }
     let ws = to_line_witnesses(&direct, run_phase_only, classify);
     if !ws.is_empty() {

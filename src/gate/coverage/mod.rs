@@ -42,6 +42,9 @@ pub struct FileCoverage {
     pub witnesses: BTreeMap<u32, LineWitnesses>,
     /// Lines that ran only at import time (context `""`).
     pub import_time: BTreeSet<u32>,
+    /// coverage.json's function and class regions (coverage.py ≥ 7.5): each
+    /// definition's `def`/`class` line and its body's lines. Empty from a `.coverage` file.
+    pub regions: Vec<(u32, BTreeSet<u32>)>,
 }
 
 /// Coverage of the patch's files.
@@ -241,6 +244,7 @@ fn merge_file(dst: &mut FileCoverage, src: FileCoverage) {
         }
     }
     dst.import_time.extend(src.import_time);
+    dst.regions.extend(src.regions);
 }
 
 /// Insert `(repo, fc)` into `files`, merging with an earlier entry, and note
