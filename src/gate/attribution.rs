@@ -326,9 +326,10 @@ fn account_file(
             LineClass::FrozenOnly
         }
     };
+    let mut bodies = BTreeMap::new();
     for al in &fc.added {
         let line = al.line;
-        let (class, ws) = classify_line(cov, source, al, run_phase_only, classify);
+        let (class, ws) = classify_line(cov, source, al, &mut bodies, run_phase_only, classify);
         if class == LineClass::NotExecutable {
             continue;
         }
@@ -396,11 +397,11 @@ fn account_file(
     fr
 }
 
-/// Union of the witnesses of `lines` (a statement's lines, a definition's body).
-fn witnesses_over(cov: &FileCoverage, lines: impl IntoIterator<Item = u32>) -> LineWitnesses {
+/// Union of the witnesses of the lines `first..=last` (a statement, a definition's body).
+fn witnesses_over(cov: &FileCoverage, first: u32, last: u32) -> LineWitnesses {
     let mut out = LineWitnesses::new();
-    for n in lines {
-        for (test, phases) in cov.witnesses.get(&n).into_iter().flatten() {
+    for (_, tests) in cov.witnesses.range(first..=last.max(first)) {
+        for (test, phases) in tests {
             out.entry(test.clone()).or_default().extend(phases.iter().copied());
         }
     }
@@ -419,6 +420,7 @@ fn classify_line(
     cov: &FileCoverage,
     source: Option<&SourceMap>,
     al: &crate::gate::patch::AddedLine,
+    bodies: &mut BTreeMap<u32, LineWitnesses>,
     run_phase_only: bool,
     classify: &dyn Fn(&TestId) -> WitnessStatus,
 ) -> (LineClass, Vec<LineWitness>) {
@@ -443,23 +445,28 @@ fn classify_line(
     if cov.excluded.contains(&line) || cov.excluded.contains(&first) {
         return (LineClass::Excluded, Vec::new());
     }
-    let mut direct = witnesses_over(cov, first..=last);
+    let mut direct = witnesses_over(cov, first, last);
     let body = match source {
         Some(src) => src
             .header_holding(line)
             .filter(|def| ran(def.def_line))
-            .and_then(|def| def.body)
-            .map(|(b0, b1)| witnesses_over(cov, b0..=b1)),
+            .and_then(|def| Some((def.def_line, def.body?))),
         // Without the source, coverage.json's regions still name each definition's own line
         // (not its decorators or continuation lines) and its body.
-        None => cov
-            .regions
-            .iter()
-            .find(|(def_line, _)| *def_line == line && ran(line))
-            .map(|(_, lines)| witnesses_over(cov, lines.iter().copied())),
+        None => None,
     };
-    for (test, phases) in body.into_iter().flatten() {
-        direct.entry(test).or_default().extend(phases);
+    if let Some((def_line, (b0, b1))) = body {
+        // Each definition's body is gathered once, however many of its header lines changed.
+        let ws = bodies.entry(def_line).or_insert_with(|| witnesses_over(cov, b0, b1));
+        for (test, phases) in ws.iter() {
+            direct.entry(test.clone()).or_default().extend(phases.iter().copied());
+        }
+    } else if source.is_none() && ran(line) {
+        for n in cov.regions.get(&line).into_iter().flatten() {
+            for (test, phases) in cov.witnesses.get(n).into_iter().flatten() {
+                direct.entry(test.clone()).or_default().extend(phases.iter().copied());
+            }
+        }
     }
     let ws = to_line_witnesses(&direct, run_phase_only, classify);
     if !ws.is_empty() {

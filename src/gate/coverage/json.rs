@@ -244,7 +244,7 @@ impl<'de> Visitor<'de> for FileSeed<'_> {
 /// `"functions"` / `"classes"` (coverage.py ≥ 7.5): name → `{start_line, executed_lines,
 /// missing_lines, …}`. Each named region is kept as (its `def`/`class` line, its body's
 /// lines); the module's region (name `""`) and the regions' own contexts are not read.
-struct Regions<'a>(&'a mut Vec<(u32, BTreeSet<u32>)>);
+struct Regions<'a>(&'a mut BTreeMap<u32, BTreeSet<u32>>);
 
 impl<'de> DeserializeSeed<'de> for Regions<'_> {
     type Value = ();
@@ -267,7 +267,7 @@ impl<'de> Visitor<'de> for Regions<'_> {
             let mut region = (0, BTreeSet::new());
             map.next_value_seed(Region(&mut region))?;
             if region.0 > 0 {
-                self.0.push(region);
+                self.0.entry(region.0).or_default().extend(region.1);
             }
         }
         Ok(())

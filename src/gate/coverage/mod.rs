@@ -44,7 +44,7 @@ pub struct FileCoverage {
     pub import_time: BTreeSet<u32>,
     /// coverage.json's function and class regions (coverage.py ≥ 7.5): each
     /// definition's `def`/`class` line and its body's lines. Empty from a `.coverage` file.
-    pub regions: Vec<(u32, BTreeSet<u32>)>,
+    pub regions: BTreeMap<u32, BTreeSet<u32>>,
 }
 
 /// Coverage of the patch's files.
@@ -244,7 +244,9 @@ fn merge_file(dst: &mut FileCoverage, src: FileCoverage) {
         }
     }
     dst.import_time.extend(src.import_time);
-    dst.regions.extend(src.regions);
+    for (def_line, body) in src.regions {
+        dst.regions.entry(def_line).or_default().extend(body);
+    }
 }
 
 /// Insert `(repo, fc)` into `files`, merging with an earlier entry, and note

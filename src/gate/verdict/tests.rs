@@ -858,7 +858,7 @@ fn a_definition_header_is_witnessed_by_its_body_with_the_head_source() {
     // Without the source, coverage.json's function region gives the `def` line (only) its body's
     // witnesses; the decorator stays an import-time line.
     let mut cov = refunds_head_coverage(true);
-    cov.files.get_mut(FILE).unwrap().regions = vec![(6, [9].into())];
+    cov.files.get_mut(FILE).unwrap().regions = [(6, [9].into())].into();
     let r = Case::new(&[(5, "@cache"), (6, "def refund(")], cov).run();
     assert_eq!(r.codes(), ["all_stable"], "{:#?}", r.reasons);
     assert_eq!(
