@@ -309,7 +309,7 @@ impl HeadSources {
             .collect();
         if !missed.is_empty() {
             notes.push(format!(
-                "the head's source of {} was not read, so its changed def/class headers, decorators and continuation lines were judged from coverage alone (a header then counts as run only at import time)",
+                "the head's source of {} was not read, so its changed decorators, signature continuation lines and multi-line statements were judged from coverage alone (a def/class line takes its body's witnesses only where coverage.json lists function regions)",
                 missed.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
             ));
         }

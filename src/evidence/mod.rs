@@ -441,9 +441,9 @@ mod tests {
                     "{case}/{file}"
                 );
                 for line in k.witnesses.keys() {
-                    assert!(needed[repo].contains(line), "{case}/{file}: {repo}:{line} kept");
+                    assert!(needed[repo].contains(*line), "{case}/{file}: {repo}:{line} kept");
                 }
-                for line in &needed[repo] {
+                for line in &needed[repo].lines {
                     assert_eq!(
                         k.witnesses.get(line),
                         full.witnesses.get(line),

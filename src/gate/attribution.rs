@@ -6,7 +6,7 @@
 //! of the decision (`verdict.rs`) all read this one [`Attribution`].
 
 use crate::gate::config::{PathGlobs, Policy};
-use crate::gate::coverage::{Coverage, FileCoverage, LineWitnesses};
+use crate::gate::coverage::{Coverage, FileCoverage, KeepLines, LineWitnesses};
 use crate::gate::error::Location;
 use crate::gate::ledger::Ledger;
 use crate::gate::nodeid::{Phase, TestId};
@@ -17,7 +17,7 @@ use crate::gate::report::{
 };
 use crate::gate::scopes::SourceMap;
 use crate::gate::trust::is_test_file;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// The patch's changed lines and their witnesses, file by file, and the totals
 /// the rows decide on.
@@ -326,9 +326,10 @@ fn account_file(
             LineClass::FrozenOnly
         }
     };
+    let mut bodies = BTreeMap::new();
     for al in &fc.added {
         let line = al.line;
-        let (class, ws) = classify_line(cov, source, al, run_phase_only, classify);
+        let (class, ws) = classify_line(cov, source, al, &mut bodies, run_phase_only, classify);
         if class == LineClass::NotExecutable {
             continue;
         }
@@ -398,43 +399,51 @@ fn account_file(
 
 /// The lines of each changed file whose witnesses [`Attribution::of`] reads — the
 /// changed lines, the statements they belong to and, for a changed `def`/`class`
-/// header, the definition's `def` line and body (with the head source), and the
-/// neighbours of each deletion — so a coverage reader keeps only those
-/// ([`crate::gate::coverage::PathMatcher::keeping`]) however large a file's entry is.
-pub fn lines_needed(patch: &Patch, head_sources: &BTreeMap<String, String>) -> BTreeMap<String, BTreeSet<u32>> {
+/// header, the definition's `def` line and body (with the head source; without it,
+/// every line from a changed line that reads as a `def`/`class`, where coverage.json's
+/// regions may name a body), and the neighbours of each deletion — so a coverage reader
+/// keeps only those ([`crate::gate::coverage::PathMatcher::keeping`]) however large a
+/// file's entry is.
+pub fn lines_needed(patch: &Patch, head_sources: &BTreeMap<String, String>) -> BTreeMap<String, KeepLines> {
     let mut out = BTreeMap::new();
     for fc in &patch.files {
-        let mut keep = BTreeSet::new();
+        let mut keep = KeepLines::default();
         let source = head_sources
             .get(&fc.path)
             .filter(|_| !fc.added.is_empty())
             .map(|text| SourceMap::parse(text));
         for al in &fc.added {
-            keep.insert(al.line);
-            let Some(src) = &source else { continue };
+            keep.lines.insert(al.line);
+            let Some(src) = &source else {
+                let t = al.text.trim_start();
+                if ["def ", "async def ", "class "].iter().any(|k| t.starts_with(k)) {
+                    keep.from = Some(keep.from.map_or(al.line, |f| f.min(al.line)));
+                }
+                continue;
+            };
             if let Some((first, last)) = src.statement_of(al.line) {
-                keep.extend(first..=last);
+                keep.lines.extend(first..=last);
             }
             if let Some(def) = src.header_holding(al.line) {
-                keep.insert(def.def_line);
+                keep.lines.insert(def.def_line);
                 if let Some((b0, b1)) = def.body {
-                    keep.extend(b0..=b1);
+                    keep.lines.extend(b0..=b1);
                 }
             }
         }
         for d in &fc.deletions {
-            keep.extend([d.after, d.after + 1]);
+            keep.lines.extend([d.after, d.after + 1]);
         }
         out.insert(fc.path.clone(), keep);
     }
     out
 }
 
-/// Union of the witnesses of `lines` (a statement's lines, a definition's body).
-fn witnesses_over(cov: &FileCoverage, lines: impl IntoIterator<Item = u32>) -> LineWitnesses {
+/// Union of the witnesses of the lines `first..=last` (a statement, a definition's body).
+fn witnesses_over(cov: &FileCoverage, first: u32, last: u32) -> LineWitnesses {
     let mut out = LineWitnesses::new();
-    for n in lines {
-        for (test, phases) in cov.witnesses.get(&n).into_iter().flatten() {
+    for (_, tests) in cov.witnesses.range(first..=last.max(first)) {
+        for (test, phases) in tests {
             out.entry(test.clone()).or_default().extend(phases.iter().copied());
         }
     }
@@ -453,6 +462,7 @@ fn classify_line(
     cov: &FileCoverage,
     source: Option<&SourceMap>,
     al: &crate::gate::patch::AddedLine,
+    bodies: &mut BTreeMap<u32, LineWitnesses>,
     run_phase_only: bool,
     classify: &dyn Fn(&TestId) -> WitnessStatus,
 ) -> (LineClass, Vec<LineWitness>) {
@@ -477,14 +487,26 @@ fn classify_line(
     if cov.excluded.contains(&line) || cov.excluded.contains(&first) {
         return (LineClass::Excluded, Vec::new());
     }
-    let mut direct = witnesses_over(cov, first..=last);
-    if let Some(def) = source.and_then(|s| s.header_holding(line)) {
-        if ran(def.def_line) {
-            if let Some((b0, b1)) = def.body {
-                let body = witnesses_over(cov, b0..=b1);
-                for (test, phases) in body {
-                    direct.entry(test).or_default().extend(phases);
-                }
+    let mut direct = witnesses_over(cov, first, last);
+    let body = match source {
+        Some(src) => src
+            .header_holding(line)
+            .filter(|def| ran(def.def_line))
+            .and_then(|def| Some((def.def_line, def.body?))),
+        // Without the source, coverage.json's regions still name each definition's own line
+        // (not its decorators or continuation lines) and its body.
+        None => None,
+    };
+    if let Some((def_line, (b0, b1))) = body {
+        // Each definition's body is gathered once, however many of its header lines changed.
+        let ws = bodies.entry(def_line).or_insert_with(|| witnesses_over(cov, b0, b1));
+        for (test, phases) in ws.iter() {
+            direct.entry(test.clone()).or_default().extend(phases.iter().copied());
+        }
+    } else if source.is_none() && ran(line) {
+        for n in cov.regions.get(&line).into_iter().flatten() {
+            for (test, phases) in cov.witnesses.get(n).into_iter().flatten() {
+                direct.entry(test.clone()).or_default().extend(phases.iter().copied());
             }
         }
     }

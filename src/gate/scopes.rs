@@ -46,6 +46,8 @@ pub struct SourceMap {
     /// Per physical line that starts a statement: the statement's text on that line, trimmed.
     heads: Vec<Option<String>>,
     definitions: Vec<Definition>,
+    /// Per physical line: the index of the innermost definition whose header holds it.
+    header_owner: Vec<Option<usize>>,
 }
 
 /// One logical line while scanning.
@@ -76,10 +78,21 @@ impl SourceMap {
                 }
             }
         }
+        let definitions = definitions(&logicals);
+        // Headers are disjoint logical lines, so this is linear; a later (inner) one wins.
+        let mut header_owner = vec![None; lines.len()];
+        for (k, d) in definitions.iter().enumerate() {
+            for n in d.header_start..=d.header_end {
+                if let Some(o) = header_owner.get_mut(n as usize - 1) {
+                    *o = Some(k);
+                }
+            }
+        }
         SourceMap {
             statement,
             heads,
-            definitions: definitions(&logicals),
+            definitions,
+            header_owner,
         }
     }
 
@@ -96,10 +109,8 @@ impl SourceMap {
 
     /// The innermost definition whose header (decorators and signature) holds `line`.
     pub fn header_holding(&self, line: u32) -> Option<&Definition> {
-        self.definitions
-            .iter()
-            .filter(|d| (d.header_start..=d.header_end).contains(&line))
-            .max_by_key(|d| d.header_start)
+        let k = (*self.header_owner.get((line as usize).checked_sub(1)?)?)?;
+        self.definitions.get(k)
     }
 
     pub fn definitions(&self) -> &[Definition] {

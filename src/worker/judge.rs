@@ -143,8 +143,16 @@ impl Sources for PullRequestFiles<'_> {
         self.file_at(path, &self.base).await
     }
 
+    /// A changed file as the head has it. Only an aid to attribution: one GitHub will not
+    /// serve as a file (a symlink, a submodule) is judged from coverage alone, not fatal.
     async fn head_file(&self, path: &str) -> Result<Option<Named>, Failure> {
-        self.file_at(path, &self.head).await
+        match self.file_at(path, &self.head).await {
+            Err(Failure::Fatal(why)) => {
+                tracing::info!(path, %why, "head source not read; judged from coverage alone");
+                Ok(None)
+            }
+            r => r,
+        }
     }
 }
 

@@ -64,6 +64,9 @@ enum Key {
     MissingLines,
     ExcludedLines,
     Contexts,
+    Functions,
+    Classes,
+    StartLine,
     Other,
 }
 
@@ -83,6 +86,9 @@ impl<'de> de::Deserialize<'de> for Key {
                     "missing_lines" => Key::MissingLines,
                     "excluded_lines" => Key::ExcludedLines,
                     "contexts" => Key::Contexts,
+                    "functions" => Key::Functions,
+                    "classes" => Key::Classes,
+                    "start_line" => Key::StartLine,
                     _ => Key::Other,
                 })
             }
@@ -225,6 +231,68 @@ impl<'de> Visitor<'de> for FileSeed<'_> {
                     fc: &mut *self.fc,
                     ctx: &mut *self.ctx,
                 })?,
+                Key::Functions | Key::Classes => map.next_value_seed(Regions(&mut self.fc.regions))?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `"functions"` / `"classes"` (coverage.py ≥ 7.5): name → `{start_line, executed_lines,
+/// missing_lines, …}`. Each named region is kept as (its `def`/`class` line, its body's
+/// lines); the module's region (name `""`) and the regions' own contexts are not read.
+struct Regions<'a>(&'a mut BTreeMap<u32, BTreeSet<u32>>);
+
+impl<'de> DeserializeSeed<'de> for Regions<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Regions<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object of function or class name → region")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(name) = map.next_key::<String>()? {
+            if name.is_empty() {
+                map.next_value::<IgnoredAny>()?;
+                continue;
+            }
+            let mut region = (0, BTreeSet::new());
+            map.next_value_seed(Region(&mut region))?;
+            if region.0 > 0 {
+                self.0.entry(region.0).or_default().extend(region.1);
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Region<'a>(&'a mut (u32, BTreeSet<u32>));
+
+impl<'de> DeserializeSeed<'de> for Region<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Region<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a region object (start_line, executed_lines, missing_lines, …)")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<Key>()? {
+            match key {
+                Key::StartLine => self.0 .0 = map.next_value()?,
+                Key::ExecutedLines | Key::MissingLines => map.next_value_seed(Lines(&mut self.0 .1))?,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -728,6 +796,23 @@ mod tests {
         assert!(!pricing.witnesses.contains_key(&8));
         // Line 1 (the docstring) has a context but is not a statement.
         assert!(pricing.import_time.contains(&1) && !pricing.executed.contains(&1));
+        // The function regions: each `def` line with its body's lines (the module's `""` region is not kept).
+        let regions: Vec<(u32, Vec<u32>)> = pricing
+            .regions
+            .iter()
+            .map(|(def, body)| (*def, body.iter().copied().collect()))
+            .collect();
+        assert!(regions.contains(&(15, vec![16, 17, 18, 19, 20])), "{regions:?}");
+        assert!(regions.contains(&(6, vec![8, 9])), "{regions:?}");
+        assert!(regions.iter().all(|(def, _)| *def > 1), "{regions:?}");
+        // A class region (Cart, line 6) holds its methods' bodies; a decorated method's region
+        // starts at its `def` line (12), not at `@classmethod` (11).
+        let cart = &cov.files["src/shop/cart.py"];
+        assert!(cart
+            .regions
+            .iter()
+            .any(|(def, body)| *def == 6 && body.contains(&13) && body.contains(&31)));
+        assert!(cart.regions.iter().any(|(def, _)| *def == 12) && !cart.regions.iter().any(|(def, _)| *def == 11));
         // A parametrised id containing `|`, and pytest's escaped non-ASCII id.
         let all: BTreeSet<&str> = pricing
             .witnesses

@@ -46,6 +46,9 @@ pub struct FileCoverage {
     /// (witnesses are kept only for the lines the gate reads; these are all of them,
     /// for matching JUnit records to node ids).
     pub tests: BTreeSet<TestId>,
+    /// coverage.json's function and class regions (coverage.py ≥ 7.5): each
+    /// definition's `def`/`class` line and its body's lines. Empty from a `.coverage` file.
+    pub regions: BTreeMap<u32, BTreeSet<u32>>,
 }
 
 /// Coverage of the patch's files.
@@ -78,7 +81,22 @@ pub struct Coverage {
 pub struct PathMatcher {
     repo_paths: BTreeSet<String>,
     /// Repository path → the lines whose witnesses are kept; `None`: every line.
-    keep: Option<BTreeMap<String, BTreeSet<u32>>>,
+    keep: Option<BTreeMap<String, KeepLines>>,
+}
+
+/// The lines of one file whose witnesses a reader keeps.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeepLines {
+    pub lines: BTreeSet<u32>,
+    /// Every line from this one on, too (a definition whose body is known only from
+    /// the coverage itself: coverage.json's regions, read after the contexts).
+    pub from: Option<u32>,
+}
+
+impl KeepLines {
+    pub fn contains(&self, line: u32) -> bool {
+        self.lines.contains(&line) || self.from.is_some_and(|f| line >= f)
+    }
 }
 
 impl PathMatcher {
@@ -92,7 +110,7 @@ impl PathMatcher {
     /// Keep witnesses only of these lines (by repository path; a path not listed
     /// keeps none). Which lines ran at all (`executed`, `missing`, import time) is
     /// kept for every line: one number each.
-    pub fn keeping(mut self, lines: BTreeMap<String, BTreeSet<u32>>) -> Self {
+    pub fn keeping(mut self, lines: BTreeMap<String, KeepLines>) -> Self {
         self.keep = Some(lines.into_iter().map(|(p, l)| (normalise(&p), l)).collect());
         self
     }
@@ -101,7 +119,7 @@ impl PathMatcher {
     pub fn keeps(&self, repo_path: &str, line: u32) -> bool {
         self.keep
             .as_ref()
-            .is_none_or(|k| k.get(repo_path).is_some_and(|l| l.contains(&line)))
+            .is_none_or(|k| k.get(repo_path).is_some_and(|l| l.contains(line)))
     }
 
     /// The repository path a coverage file name stands for, if the patch names it.
@@ -172,7 +190,7 @@ pub struct ContextCollector {
     static_prefixes: BTreeSet<String>,
     seen_test: bool,
     /// The matcher's lines to keep witnesses of (`None`: all).
-    keep: Option<BTreeMap<String, BTreeSet<u32>>>,
+    keep: Option<BTreeMap<String, KeepLines>>,
 }
 
 impl ContextCollector {
@@ -192,7 +210,7 @@ impl ContextCollector {
     fn keeps(&self, repo_path: &str, line: u32) -> bool {
         self.keep
             .as_ref()
-            .is_none_or(|k| k.get(repo_path).is_some_and(|l| l.contains(&line)))
+            .is_none_or(|k| k.get(repo_path).is_some_and(|l| l.contains(line)))
     }
 
     /// Record one context of one line of the file `repo_path` (whose coverage
@@ -301,6 +319,9 @@ fn merge_file(dst: &mut FileCoverage, src: FileCoverage) {
     }
     dst.import_time.extend(src.import_time);
     dst.tests.extend(src.tests);
+    for (def_line, body) in src.regions {
+        dst.regions.entry(def_line).or_default().extend(body);
+    }
 }
 
 /// Insert `(repo, fc)` into `files`, merging with an earlier entry, and note

@@ -855,6 +855,16 @@ fn a_definition_header_is_witnessed_by_its_body_with_the_head_source() {
         assert_eq!(r.files[0].lines[0].witnesses[0].test, TestId::new(STABLE));
         assert!(r.files[0].import_time_lines.is_empty());
     }
+    // Without the source, coverage.json's function region gives the `def` line (only) its body's
+    // witnesses; the decorator stays an import-time line.
+    let mut cov = refunds_head_coverage(true);
+    cov.files.get_mut(FILE).unwrap().regions = [(6, [9].into())].into();
+    let r = Case::new(&[(5, "@cache"), (6, "def refund(")], cov).run();
+    assert_eq!(r.codes(), ["all_stable"], "{:#?}", r.reasons);
+    assert_eq!(
+        (r.files[0].stable_lines.clone(), r.files[0].import_time_lines.clone()),
+        (vec![6], vec![5])
+    );
     // A source that does not match the coverage (the def line never ran) lends no witnesses.
     let mut cov = refunds_head_coverage(true);
     let fc = cov.files.get_mut(FILE).unwrap();
