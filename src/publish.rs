@@ -6,10 +6,12 @@
 
 use crate::gate::config::handle_for;
 use crate::gate::config::{is_handle, CaveatConclusion, Config};
+use crate::gate::inert;
 use crate::gate::report::{FileEvidence, FileReport, LineClass, LineWitness, Report, Verdict, WitnessStatus};
 use crate::github::event::RequestedAction;
 use crate::github::{
-    Annotation, AnnotationLevel, CheckAction, CheckOutput, CheckRunFields, CheckStatus, Conclusion, OUTPUT_MAX_CHARS,
+    Annotation, AnnotationLevel, CheckAction, CheckOutput, CheckRunFields, CheckStatus, Conclusion,
+    ANNOTATION_MESSAGE_MAX_BYTES, ANNOTATION_RAW_DETAILS_MAX_BYTES, ANNOTATION_TITLE_MAX_CHARS, OUTPUT_MAX_BYTES,
     TITLE_LIMIT,
 };
 use crate::render;
@@ -51,8 +53,8 @@ pub fn completed(report: &Report, config: &Config, head: &str) -> CheckRunFields
     f.conclusion = Some(conclusion(report.verdict, config));
     f.output = Some(CheckOutput {
         title: title(report),
-        summary: render::truncate(&summary, OUTPUT_MAX_CHARS),
-        text: Some(text(report, OUTPUT_MAX_CHARS)),
+        summary: render::truncate(&summary, OUTPUT_MAX_BYTES),
+        text: Some(text(report, OUTPUT_MAX_BYTES)),
         annotations: annotations(report),
     });
     f.actions = actions();
@@ -95,7 +97,7 @@ pub fn inconclusive(head: &str, why: &str) -> CheckRunFields {
     f.conclusion = Some(Conclusion::Failure);
     f.output = Some(CheckOutput {
         title: format!("INCONCLUSIVE: {why_line}"),
-        summary: render::truncate(&summary, OUTPUT_MAX_CHARS),
+        summary: render::truncate(&summary, OUTPUT_MAX_BYTES),
         text: None,
         annotations: Vec::new(),
     });
@@ -349,7 +351,22 @@ pub fn annotations(report: &Report) -> Vec<Annotation> {
         }
     }
     out.extend(caveats);
-    out
+    out.into_iter().map(within_limits).collect()
+}
+
+/// What ends an annotation field cut to GitHub's limit.
+const ANNOTATION_CUT: &str = "\n… cut here: GitHub takes at most 64 KiB here; the check run's summary has the rest.";
+
+/// `a` within GitHub's limits on an annotation (a reason may quote a changed line of any
+/// length): message and raw details cut at a character boundary with a note, the title cut
+/// with `…`.
+fn within_limits(mut a: Annotation) -> Annotation {
+    a.message = inert::cap_bytes(&a.message, ANNOTATION_MESSAGE_MAX_BYTES, ANNOTATION_CUT);
+    a.raw_details = a
+        .raw_details
+        .map(|r| inert::cap_bytes(&r, ANNOTATION_RAW_DETAILS_MAX_BYTES, ANNOTATION_CUT));
+    a.title = a.title.map(|t| cut_chars(&t, ANNOTATION_TITLE_MAX_CHARS));
+    a
 }
 
 /// Annotations at the places a trust rule or weakening signal names (a weakened assert, an
@@ -570,7 +587,7 @@ pub fn comment_body(report: &Report, config: &Config, previous: Option<&str>) ->
         })
         .expect("the bundled comment template renders");
     let body = if body.ends_with('\n') { body } else { body + "\n" };
-    Some(render::truncate(&body, OUTPUT_MAX_CHARS))
+    Some(render::truncate(&body, OUTPUT_MAX_BYTES))
 }
 
 /// Whether the comment must be edited: bodies differ beyond trailing whitespace.
@@ -630,7 +647,7 @@ pub fn shared_head(mut fields: CheckRunFields, lines: &[SharedHeadLine<'_>], dec
     }
     table.push('\n');
     if let Some(out) = &mut fields.output {
-        out.summary = render::truncate(&format!("{table}{}", out.summary), OUTPUT_MAX_CHARS);
+        out.summary = render::truncate(&format!("{table}{}", out.summary), OUTPUT_MAX_BYTES);
     }
     fields
 }
@@ -884,11 +901,11 @@ mod tests {
     #[test]
     fn a_huge_report_is_cut_below_the_limit_and_stays_json() {
         let r = huge();
-        assert!(render::json(&r).len() > OUTPUT_MAX_CHARS);
+        assert!(render::json(&r).len() > OUTPUT_MAX_BYTES);
         let out = check_output(&r, &Config::default());
-        assert!(out.summary.len() <= OUTPUT_MAX_CHARS, "{}", out.summary.len());
+        assert!(out.summary.len() <= OUTPUT_MAX_BYTES, "{}", out.summary.len());
         assert!(out.summary.contains("cut here"));
-        assert!(out.text.len() <= OUTPUT_MAX_CHARS, "{}", out.text.len());
+        assert!(out.text.len() <= OUTPUT_MAX_BYTES, "{}", out.text.len());
         assert!(out.text.contains("more than GitHub allows"));
         let compact = json_block(&out.text);
         assert_eq!(compact["verdict"], "INCONCLUSIVE");
@@ -903,11 +920,42 @@ mod tests {
         r.reasons = (0..200)
             .map(|i| crate::gate::Reason::new(crate::gate::ReasonCode::FrozenOnly, format!("{i} {}", "x".repeat(1000))))
             .collect();
-        let t = text(&r, OUTPUT_MAX_CHARS);
-        assert!(t.len() <= OUTPUT_MAX_CHARS);
+        let t = text(&r, OUTPUT_MAX_BYTES);
+        assert!(t.len() <= OUTPUT_MAX_BYTES);
         let compact = json_block(&t);
         assert!(compact["reasons_omitted"].as_u64().unwrap() > 0);
         assert!(!compact["reasons"].as_array().unwrap().is_empty());
+    }
+
+    /// A reason quoting a 70 KB changed line: the annotation at its place stays within GitHub's
+    /// 64 KiB, cut on a character boundary with a note.
+    #[test]
+    fn a_huge_quoted_line_is_cut_to_githubs_annotation_limit() {
+        let mut r = report_of(&fixtures().join("corpus/adv_sleep"), &Config::default());
+        let reason = r
+            .reasons
+            .iter_mut()
+            .find(|x| x.code == crate::gate::ReasonCode::WeakenedTest)
+            .unwrap();
+        reason.message = format!("adds a sleep: `time.sleep(0.01)  # {}`", "é".repeat(35_000));
+        let a = annotations(&r);
+        let w = a
+            .iter()
+            .find(|a| a.title.as_deref().is_some_and(|t| t.starts_with("weakened_test")))
+            .unwrap();
+        assert!(w.message.len() <= ANNOTATION_MESSAGE_MAX_BYTES, "{}", w.message.len());
+        assert!(
+            w.message.len() > ANNOTATION_MESSAGE_MAX_BYTES - 200,
+            "{}",
+            w.message.len()
+        );
+        assert!(w.message.ends_with(ANNOTATION_CUT));
+        let mut long = w.clone();
+        long.title = Some("t".repeat(300));
+        long.raw_details = Some("x".repeat(70_000));
+        let long = within_limits(long);
+        assert_eq!(long.title.unwrap().chars().count(), ANNOTATION_TITLE_MAX_CHARS);
+        assert!(long.raw_details.unwrap().len() <= ANNOTATION_RAW_DETAILS_MAX_BYTES);
     }
 
     #[test]

@@ -267,8 +267,8 @@ mod tests {
     #[test]
     fn truncation_is_on_a_line_and_says_so() {
         let text = "é line\n".repeat(20_000);
-        let cut = truncate(&text, crate::github::OUTPUT_MAX_CHARS);
-        assert!(cut.len() <= crate::github::OUTPUT_MAX_CHARS);
+        let cut = truncate(&text, crate::github::OUTPUT_MAX_BYTES);
+        assert!(cut.len() <= crate::github::OUTPUT_MAX_BYTES);
         assert!(cut.contains("cut here"));
         assert_eq!(truncate("short", 100), "short");
     }

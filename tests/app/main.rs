@@ -8,6 +8,7 @@ mod corpus;
 mod deploy;
 mod end_to_end;
 mod github_client;
+mod hostile_output;
 mod leases;
 mod scenarios;
 mod stolen_verdicts;
