@@ -67,16 +67,22 @@ pub fn queued(head: &str, config: &Config) -> CheckRunFields {
     let from = if config.evidence.workflows.is_empty() {
         "a workflow run".to_owned()
     } else {
-        format!("workflow {}", config.evidence.workflows.join(" or "))
+        let names: Vec<String> = config.evidence.workflows.iter().map(|w| inert::code(w)).collect();
+        format!("workflow {}", names.join(" or "))
     };
     let summary = format!(
-        "Waiting for the evidence artifact `{artifact}` from {from} on `{head}`.\n\n\
+        "Waiting for the evidence artifact {} from {from} on {}.\n\n\
          The evidence workflow (see `templates/workflows/flakegate-evidence.yml`) uploads it; the verdict follows \
-         when that run completes."
+         when that run completes.",
+        inert::code(artifact),
+        inert::code(head)
     );
     let mut f = CheckRunFields::new(head, CheckStatus::Queued);
     f.output = Some(CheckOutput {
-        title: format!("waiting for evidence: artifact `{artifact}`"),
+        title: cut_chars(
+            &format!("waiting for evidence: artifact {}", inert::one_line(artifact, 100)),
+            TITLE_LIMIT,
+        ),
         summary,
         text: None,
         annotations: Vec::new(),
@@ -86,12 +92,13 @@ pub fn queued(head: &str, config: &Config) -> CheckRunFields {
 
 /// INCONCLUSIVE because the evaluation could not be done: blocks (`failure`) and says why.
 pub fn inconclusive(head: &str, why: &str) -> CheckRunFields {
-    let why_line: String = why.lines().next().unwrap_or(why).chars().take(150).collect();
+    // `why` may quote the pull request (a path, a parser's view of a line): inert, as a code block.
+    let why_line = inert::one_line(why.lines().next().unwrap_or(why), 150);
     let summary = format!(
         "## INCONCLUSIVE — no verdict could be reached\n\n{}\n\n\
          flakegate never passes a change it could not judge. Fix the cause above, then use **Re-evaluate** or \
          re-run the evidence workflow.\n",
-        why
+        inert::code_block(why)
     );
     let mut f = CheckRunFields::new(head, CheckStatus::Completed);
     f.conclusion = Some(Conclusion::Failure);
@@ -121,7 +128,8 @@ fn cut_chars(s: &str, max: usize) -> String {
 
 /// Title: the verdict and the first reason, at most [`TITLE_LIMIT`] characters.
 pub fn title(report: &Report) -> String {
-    let first = first_message(report);
+    // A plain-text field: one line.
+    let first = inert::one_line(first_message(report), TITLE_LIMIT);
     let t = if first.is_empty() {
         report.verdict.to_string()
     } else {
@@ -430,10 +438,11 @@ fn capitalise(s: &str) -> String {
     }
 }
 
-/// A name shown in the comment without notifying anyone: bold, with every `@` dropped.
+/// A name shown in the comment without notifying anyone: every `@` and `*` dropped (the
+/// template shows it bold, as inert text).
 fn unmentioned(name: &str) -> String {
     let clean: String = name.chars().filter(|&c| c != '@' && c != '*').collect();
-    format!("**{}**", clean.trim())
+    clean.trim().to_string()
 }
 
 fn todo(action: &str) -> String {
@@ -442,7 +451,8 @@ fn todo(action: &str) -> String {
         "fix" => "fix: make the tests stable, then remove their freeze so they witness changes again".into(),
         "renew" => "renew: the freeze has expired; re-probe and renew the entry, or fix the test and remove it".into(),
         "add-test" => "add-test: add a stable test that executes the named lines".into(),
-        other => other.to_string(),
+        // The template shows these as our own markdown: anything else is made inert.
+        other => inert::text(other),
     }
 }
 
@@ -468,6 +478,7 @@ struct OwnerCtx {
 struct ExpiredCtx {
     test: String,
     who: String,
+    mention: bool,
     expires: String,
     days_past: i64,
     waived: bool,
@@ -514,19 +525,21 @@ pub fn comment_body(report: &Report, config: &Config, previous: Option<&str>) ->
             }
         })
         .collect();
-    let key = |o: &OwnerCtx| o.who.trim_start_matches(['@', '*']).to_lowercase();
+    let key = |o: &OwnerCtx| o.who.trim_start_matches('@').to_lowercase();
     owners.sort_by(|a, b| key(a).cmp(&key(b)).then_with(|| a.tests.cmp(&b.tests)));
     let mut expired: Vec<ExpiredCtx> = report
         .expired
         .iter()
-        .map(|e| ExpiredCtx {
-            test: e.test.clone(),
-            who: handle_for(&e.owner, config)
-                .filter(|h| is_handle(h))
-                .unwrap_or_else(|| unmentioned(&e.owner)),
-            expires: e.expires.clone(),
-            days_past: e.days_past,
-            waived: e.waived_by_probe,
+        .map(|e| {
+            let handle = handle_for(&e.owner, config).filter(|h| is_handle(h));
+            ExpiredCtx {
+                test: e.test.clone(),
+                mention: handle.is_some(),
+                who: handle.unwrap_or_else(|| unmentioned(&e.owner)),
+                expires: e.expires.clone(),
+                days_past: e.days_past,
+                waived: e.waived_by_probe,
+            }
         })
         .collect();
     expired.sort_by(|a, b| a.test.cmp(&b.test).then_with(|| a.expires.cmp(&b.expires)));
@@ -564,17 +577,14 @@ pub fn comment_body(report: &Report, config: &Config, previous: Option<&str>) ->
         "cleared"
     };
 
-    let mut env = minijinja::Environment::new();
-    env.set_trim_blocks(true);
-    env.set_lstrip_blocks(true);
-    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    let mut env = render::environment();
     env.add_template("comment.md.j2", render::COMMENT)
         .expect("the bundled comment template parses");
     let body = env
         .get_template("comment.md.j2")
         .and_then(|t| {
             t.render(minijinja::context! {
-                marker => COMMENT_MARKER,
+                marker => minijinja::Value::from_safe_string(COMMENT_MARKER.to_string()),
                 verdict => report.verdict.as_str(),
                 blocks => report.verdict.blocks(),
                 head_sha => report.head_sha,
@@ -606,22 +616,6 @@ pub struct SharedHeadLine<'a> {
     pub verdict: &'a str,
 }
 
-/// `s` as an inline code span for a table cell that nothing inside can end (a fence longer
-/// than any backtick run in it, `|` escaped for the table), control characters replaced, at
-/// most 100 characters.
-fn code_span(s: &str) -> String {
-    let clean: String = s
-        .chars()
-        .take(100)
-        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
-        .collect::<String>()
-        .replace('|', "\\|");
-    let longest = clean.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let fence = "`".repeat(longest + 1);
-    // A space on each side keeps a leading or trailing backtick apart from the fence.
-    format!("{fence} {clean} {fence}")
-}
-
 /// The check run of a head that several open pull requests share: `decisive`'s fields (the
 /// worst verdict among them, which the check run shows), with every pull request's verdict
 /// and base listed first. One pull request: `fields` unchanged.
@@ -640,9 +634,9 @@ pub fn shared_head(mut fields: CheckRunFields, lines: &[SharedHeadLine<'_>], dec
         table.push_str(&format!(
             "| #{} | {} {} | {} |\n",
             l.pr,
-            code_span(l.base_ref),
-            code_span(&short),
-            code_span(l.verdict)
+            inert::code_cell(l.base_ref),
+            inert::code_cell(&short),
+            inert::code_cell(l.verdict)
         ));
     }
     table.push('\n');
@@ -689,16 +683,39 @@ mod tests {
         assert_eq!(out.title, title, "the title is the decisive verdict's");
         let table: Vec<&str> = out.summary.lines().filter(|l| l.starts_with("| #")).collect();
         assert_eq!(table.len(), 2, "{}", out.summary);
-        assert_eq!(table[0], "| #3 | ` main ` ` 0123456789ab ` | ` INCONCLUSIVE ` |");
+        assert_eq!(table[0], "| #3 | `main` `0123456789ab` | `INCONCLUSIVE` |");
         // One line, the backticks fenced by a longer run, the pipe escaped.
         assert_eq!(
             table[1],
-            "| #4 | ``` x``y\\|z<img src=a>\u{fffd}## PASS ``` ` fedcba987654 ` | ` PASS ` |"
+            "| #4 | ```x``y\\|z<img src=a>⏎## PASS``` `fedcba987654` | `PASS` |"
         );
         assert!(out.summary.contains("that of #3"));
         // One pull request: unchanged.
         let one = inconclusive("abc", "why");
         assert_eq!(shared_head(one.clone(), &lines[..1], 3), one);
+    }
+
+    /// An error that quotes the pull request is shown in a code block nothing inside can close;
+    /// the title is one line.
+    #[test]
+    fn an_inconclusive_reason_is_quoted_inertly() {
+        let why = "the patch: pr.diff:3: found \"<img src=x>\"\n```\n## ✅ PASS @octocat";
+        let f = inconclusive("abc", why);
+        let out = f.output.unwrap();
+        assert!(
+            out.title.starts_with("INCONCLUSIVE: the patch: pr.diff:3"),
+            "{}",
+            out.title
+        );
+        assert!(!out.title.contains('\n'));
+        assert!(
+            out.summary
+                .contains("\n````text\nthe patch: pr.diff:3: found \"<img src=x>\"\n```\n## ✅ PASS @octocat\n````\n"),
+            "{}",
+            out.summary
+        );
+        let q = queued("abc", &Config::default());
+        assert!(q.output.unwrap().summary.contains("`abc`"));
     }
 
     /// Run the real gate on a committed fixture case, as `tests/cli/check.rs` does.

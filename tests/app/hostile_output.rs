@@ -135,3 +135,79 @@ async fn a_latin1_file_in_the_diff_is_blind_not_fatal() {
     );
     app.fake.verify().await;
 }
+
+/// Item 7: the hostile pull request of `tests/common/hostile.rs` (diff text, a path, a node
+/// id, base and head ledger fields, each with a mention, an `<img>`, a forged heading and an
+/// unclosed `<!--`) through the App: the posted comment and check-run summary show every
+/// channel, and nothing of it is live; the one mention is the owner base CODEOWNERS names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_channel_of_a_hostile_pull_request_is_live_in_what_the_app_posts() {
+    let h = crate::hostile::build(&fixtures());
+    let app = App::start(RetryPolicy::default()).await;
+    let repo = FakeRepo::mount(&app.fake, OWNER, NAME).await;
+    repo.put_file(&h.base_sha, LEDGER_PATH, &h.ledger);
+    repo.put_file(&h.head_sha, LEDGER_PATH, &h.head_ledger);
+    repo.put_file(&h.base_sha, ".github/CODEOWNERS", b"* @acme/reviewers\n");
+    repo.add_pull(
+        PR,
+        &h.base_sha,
+        &h.head_sha,
+        &String::from_utf8(h.diff.clone()).unwrap(),
+    );
+    repo.add_workflow_run(RUN_ID, ARTIFACT, ArtifactState::Zip(evidence_zip(h.dir.path(), true)));
+    app.deliver(
+        "pull_request",
+        &pull_request_event("opened", PR, &h.base_sha, &h.head_sha),
+    )
+    .await;
+    app.deliver(
+        "workflow_run",
+        &workflow_run_completed(RUN_ID, &h.head_sha, WORKFLOW, &[(PR, h.base_sha.as_str())]),
+    )
+    .await;
+    app.worker.run_until_idle().await.unwrap();
+
+    let runs = repo.check_runs();
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    let run = &runs[0];
+    assert_eq!(run.status, "completed", "{run:#?}");
+    let summary = run.summary.as_deref().unwrap();
+    let shown = crate::hostile::assert_inert(summary, "check-run summary", 0);
+    use crate::hostile::*;
+    for channel in [DIFF_HANDLE, PATH_HANDLE, NODE_HANDLE, LEDGER_HANDLE, HEAD_LEDGER_HANDLE] {
+        assert!(
+            shown.contains(&channel),
+            "{channel} does not reach the summary:\n{summary}"
+        );
+    }
+    let title = run.title.as_deref().unwrap();
+    assert!(!title.contains('\n'), "{title:?}");
+
+    let comments = repo.comments(PR);
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    let body = &comments[0].body;
+    let shown = crate::hostile::assert_inert(body, "comment", 1);
+    assert!(
+        body.starts_with("<!-- flakegate:comment -->\n"),
+        "the marker, ours: {body}"
+    );
+    for channel in [DIFF_HANDLE, PATH_HANDLE, HEAD_LEDGER_HANDLE] {
+        assert!(
+            shown.contains(&channel),
+            "{channel} does not reach the comment:\n{body}"
+        );
+    }
+    // A base-ledger owner that is no handle is named, bold, without its `@`, on one line.
+    assert!(
+        body.contains("- **ledger-owner &lt;img src=o&gt;⏎\\#\\# ✅ PASS &lt;\\!--**:"),
+        "{body}"
+    );
+    // The one live mention: the owner base CODEOWNERS names, a trusted source.
+    assert!(body.contains("- @acme/reviewers:"), "{body}");
+    let live: Vec<&str> = body
+        .split(|c: char| c.is_whitespace() || c == '(' || c == '*')
+        .filter(|w| w.starts_with('@') && w.len() > 1 && !w.starts_with("@\u{2060}"))
+        .collect();
+    assert_eq!(live, ["@acme/reviewers:"], "{body}");
+    app.fake.verify().await;
+}
