@@ -144,7 +144,9 @@ const TEXT_INTRO: &str = "The evidence record (schema in `docs/evidence-record.m
 /// JSON block, at most `limit` bytes. When the record does not fit, a compact
 /// record (`verdict` and `reasons`) takes its place, with a note saying so.
 pub fn text(report: &Report, limit: usize) -> String {
-    let full = format!("{TEXT_INTRO}```json\n{}```\n", render::json(report));
+    let record = render::json(report);
+    let fence = json_fence(&record);
+    let full = format!("{TEXT_INTRO}{fence}json\n{record}{fence}\n");
     if full.len() <= limit {
         return full;
     }
@@ -175,12 +177,21 @@ pub fn text(report: &Report, limit: usize) -> String {
             "head_sha": report.head_sha,
         });
         let body = serde_json::to_string_pretty(&compact).expect("JSON values serialise");
-        let out = format!("{note}```json\n{body}\n```\n");
+        let fence = json_fence(&body);
+        let out = format!("{note}{fence}json\n{body}\n{fence}\n");
         if out.len() <= limit || reasons.is_empty() {
             return out;
         }
         reasons.pop();
     }
+}
+
+/// The fence of a code block holding `json`: longer than any backtick run inside (a string
+/// from the pull request may hold ```` ``` ````, which would end a shorter fence and let the
+/// rest render as markdown). JSON strings escape newlines, so no line inside starts a fence.
+fn json_fence(json: &str) -> String {
+    let longest = json.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    "`".repeat(longest.max(2) + 1)
 }
 
 /// The buttons on the check run.
@@ -693,6 +704,19 @@ mod tests {
         // One pull request: unchanged.
         let one = inconclusive("abc", "why");
         assert_eq!(shared_head(one.clone(), &lines[..1], 3), one);
+    }
+
+    /// The evidence record's block in `text` is fenced past any backtick run a reason quotes.
+    #[test]
+    fn the_evidence_record_cannot_close_its_own_block() {
+        let mut r = case("frozen_only");
+        r.reasons[0].message = "adds a sleep: `time.sleep(1)  # ```` @octocat <img src=x>`".into();
+        let t = text(&r, OUTPUT_MAX_BYTES);
+        assert!(t.contains("\n`````json\n"), "{t}");
+        assert!(t.ends_with("\n`````\n"), "{t}");
+        assert_eq!(json_block(&t), serde_json::to_value(&r).unwrap());
+        let compact = text(&r, 2000);
+        assert!(compact.contains("`````json\n"), "{compact}");
     }
 
     /// An error that quotes the pull request is shown in a code block nothing inside can close;

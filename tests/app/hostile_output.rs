@@ -182,6 +182,19 @@ async fn no_channel_of_a_hostile_pull_request_is_live_in_what_the_app_posts() {
     }
     let title = run.title.as_deref().unwrap();
     assert!(!title.contains('\n'), "{title:?}");
+    // The check run's text: the evidence record (which quotes the diff text as it is) in a code
+    // block whose fence no backtick run inside can match.
+    let text = run.text.as_deref().unwrap();
+    let open = text
+        .lines()
+        .find(|l| l.starts_with("```") && l.ends_with("json"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let fence = open.trim_end_matches("json");
+    let start = text.find(open).unwrap() + open.len();
+    let inside = &text[start..text.rfind(fence).unwrap()];
+    assert!(inside.contains("``` @diff-owner"), "the record quotes the line exactly");
+    assert!(!inside.contains(fence), "a run inside as long as the fence {fence:?}");
+    assert!(text[..text.find(open).unwrap()].lines().all(|l| !l.contains('@')));
 
     let comments = repo.comments(PR);
     assert_eq!(comments.len(), 1, "{comments:#?}");
