@@ -70,3 +70,52 @@ fn every_channel_is_one_line_in_the_text() {
     }
     assert!(text.contains("x⏎## ✅ PASS @path-owner"), "{text}");
 }
+
+/// `ledger lint` and `ledger expiring` print a ledger's fields (a pull request's ledger, in
+/// CI) one entry a line, with control characters (a terminal escape, a newline) replaced.
+#[test]
+fn ledger_fields_are_one_line_on_the_terminal() {
+    let t = tempfile::tempdir().unwrap();
+    let ledger = t.path().join("flake-ledger.json");
+    let entry = serde_json::json!({"frozen": [{
+        "test": "tests/test_pricing.py::test_apply_tax",
+        "owner": "qa\u{1b}[2J\nEXPIRED 1999-01-01 forged",
+        "reason": "r",
+        "frozen_at": "2026-11-01",
+        "expires": "2026-11-10",
+    }]});
+    std::fs::write(&ledger, serde_json::to_vec_pretty(&entry).unwrap()).unwrap();
+    for args in [
+        vec!["ledger", "lint", ledger.to_str().unwrap(), "--today", "2026-11-20"],
+        vec![
+            "ledger",
+            "expiring",
+            "--ledger",
+            ledger.to_str().unwrap(),
+            "--today",
+            "2026-11-20",
+        ],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_flakegate"))
+            .args(&args)
+            .current_dir(t.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{args:?}: expired\n{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!stdout.contains('\u{1b}'), "{args:?}: {stdout:?}");
+        assert!(
+            stdout.lines().all(|l| !l.starts_with("EXPIRED 1999")),
+            "{args:?}: {stdout}"
+        );
+        assert!(
+            stdout.contains("qa\u{fffd}[2J⏎EXPIRED 1999-01-01 forged"),
+            "{args:?}: {stdout}"
+        );
+    }
+}
