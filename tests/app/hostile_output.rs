@@ -217,7 +217,10 @@ async fn no_channel_of_a_hostile_pull_request_is_live_in_what_the_app_posts() {
     );
     // The one live mention: the owner base CODEOWNERS names, a trusted source.
     assert!(body.contains("- @acme/reviewers:"), "{body}");
-    assert!(!body.contains("  - tests: \n"), "an owner through CODEOWNERS has no test list: {body}");
+    assert!(
+        !body.contains("  - tests: \n"),
+        "an owner through CODEOWNERS has no test list: {body}"
+    );
     let live: Vec<&str> = body
         .split(|c: char| c.is_whitespace() || c == '(' || c == '*')
         .filter(|w| w.starts_with('@') && w.len() > 1 && !w.starts_with("@\u{2060}"))
