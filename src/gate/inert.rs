@@ -10,8 +10,8 @@
 //!   paragraph separators) replaced, at most a number of characters with a marker after;
 //!   enough for a terminal and for GitHub's plain-text fields (titles, annotations).
 //! - [`text`]: [`one_line`], then markdown-inert: `<`, `>`, `&` as HTML entities, markdown
-//!   punctuation backslash-escaped, a U+2060 WORD JOINER after `@` (no mention) and after a
-//!   `#` that precedes a word (no issue reference).
+//!   punctuation backslash-escaped, a U+2060 WORD JOINER after `@` (no mention), after a
+//!   `#` that precedes a word (no issue reference) and inside `://` and `www.` (no link).
 //! - [`code`] / [`code_cell`] / [`code_block`]: a code span (block) whose backtick fence is
 //!   longer than any backtick run inside, so nothing inside can close it.
 //!
@@ -87,7 +87,12 @@ pub fn text(s: &str) -> String {
     let line = one_line(s, TEXT_MAX_CHARS);
     let chars: Vec<char> = line.chars().collect();
     let mut out = String::with_capacity(line.len() + line.len() / 4);
+    let mut skip = 0;
     for (i, &c) in chars.iter().enumerate() {
+        if skip > 0 {
+            skip -= 1;
+            continue;
+        }
         let prev = i.checked_sub(1).map(|j| chars[j]);
         let next = chars.get(i + 1).copied();
         match c {
@@ -112,6 +117,20 @@ pub fn text(s: &str) -> String {
                 }
                 out.push('_');
             }
+            // No autolink to a site the pull request names: `https:⁠//…`, `www⁠.…`.
+            ':' if line[byte_at(&chars, i)..].starts_with("://") => {
+                out.push(':');
+                out.push(WORD_JOINER);
+            }
+            'w' | 'W'
+                if next.is_some_and(|n| n.eq_ignore_ascii_case(&'w'))
+                    && line[byte_at(&chars, i)..].to_ascii_lowercase().starts_with("www.")
+                    && !prev.is_some_and(|p| p.is_alphanumeric()) =>
+            {
+                out.push_str(&line[byte_at(&chars, i)..byte_at(&chars, i) + 3]);
+                out.push(WORD_JOINER);
+                skip = 2;
+            }
             // A list item, block quote or setext underline can only start a line.
             '-' | '+' | '=' if i == 0 => {
                 out.push('\\');
@@ -125,6 +144,11 @@ pub fn text(s: &str) -> String {
         }
     }
     out
+}
+
+/// The byte offset of `chars[i]` in the string they were taken from.
+fn byte_at(chars: &[char], i: usize) -> usize {
+    chars[..i].iter().map(|c| c.len_utf8()).sum()
 }
 
 /// The longest run of backticks in `s`.
@@ -239,6 +263,9 @@ mod tests {
             ("__init__.py", "\\_\\_init\\_\\_.py"),
             ("PASS_WITH_CAVEAT", "PASS_WITH_CAVEAT"),
             ("x\n## ✅ PASS", "x⏎\\#\\# ✅ PASS"),
+            ("see https://evil.example/x", "see https:\u{2060}//evil.example/x"),
+            ("at WWW.evil.example", "at WWW\u{2060}.evil.example"),
+            ("a:b wwwx", "a:b wwwx"),
         ];
         for (input, want) in cases {
             assert_eq!(text(input), want, "{input:?}");
