@@ -898,6 +898,8 @@ fn a_continuation_line_is_judged_as_its_statement_with_the_head_source() {
     let r = c.run();
     assert_eq!(r.codes(), ["all_stable"], "{:#?}", r.reasons);
     assert_eq!(r.files[0].stable_lines, vec![11]);
+}
+
 /// A file whose diff text is not UTF-8 is blind with its reason (its lines were decoded
 /// lossily, for display); documentation needs no evidence whatever its bytes; the rest of the
 /// patch is judged as usual.
