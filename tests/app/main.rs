@@ -9,6 +9,7 @@ mod deploy;
 mod end_to_end;
 mod github_client;
 mod leases;
+mod logs;
 mod metrics;
 mod release;
 mod scenarios;
