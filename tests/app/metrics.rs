@@ -242,3 +242,30 @@ async fn the_job_gauges_come_from_the_store_of_every_instance() {
         "{m:#?}"
     );
 }
+
+/// README's metrics list names exactly the families the exposition declares, with their types.
+#[test]
+fn the_readme_lists_every_metric_with_its_type() {
+    let readme = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let listed: BTreeMap<String, String> = readme
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `flakegate_"))
+        .map(|rest| {
+            let cells: Vec<&str> = rest.split('|').map(str::trim).collect();
+            (
+                format!("flakegate_{}", cells[0].trim_end_matches('`')),
+                cells[1].to_owned(),
+            )
+        })
+        .collect();
+    let text = flakegate::metrics::Metrics::default().render(Some(flakegate::metrics::JobGauges::default()));
+    let declared: BTreeMap<String, String> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .map(|rest| {
+            let (name, kind) = rest.split_once(' ').unwrap();
+            (name.to_owned(), kind.to_owned())
+        })
+        .collect();
+    assert_eq!(listed, declared, "README.md's metrics table against the exposition");
+}
