@@ -24,6 +24,15 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// An unverified header value as a log field: at most 100 characters, control characters
+/// (a forged log line's newline) replaced.
+fn inert(v: &str) -> String {
+    v.chars()
+        .take(100)
+        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+        .collect()
+}
+
 /// The metrics label of the `X-GitHub-Event` header `event`, `signed` or not yet.
 fn label(event: &str, signed: bool) -> String {
     let known = event == "ping" || Event::accepted().any(|(name, _)| name == event);
@@ -83,10 +92,11 @@ pub(super) async fn handle(State(state): State<AppState>, request: Request) -> R
     };
     let delivery_id = header(&headers, "x-github-delivery").unwrap_or("").to_owned();
     let event = header(&headers, "x-github-event").unwrap_or("").to_owned();
+    // Anyone can send these headers before the signature is checked: logged inert.
     let span = tracing::info_span!(
         "delivery",
-        delivery_id = %delivery_id,
-        event = %event,
+        delivery_id = %inert(&delivery_id),
+        event = %inert(&event),
         action = tracing::field::Empty,
         repository = tracing::field::Empty,
         pull_request = tracing::field::Empty,
@@ -175,4 +185,24 @@ pub(super) async fn handle(State(state): State<AppState>, request: Request) -> R
     }
     .instrument(span)
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unverified_headers_are_logged_short_and_on_one_line() {
+        assert_eq!(inert("abc-123"), "abc-123");
+        assert_eq!(inert("a\nINFO forged\r\t"), "a\u{fffd}INFO forged\u{fffd}\u{fffd}");
+        assert_eq!(inert(&"x".repeat(5000)).chars().count(), 100);
+    }
+
+    #[test]
+    fn only_known_or_signed_event_names_are_labels() {
+        assert_eq!(label("workflow_run", false), "workflow_run");
+        assert_eq!(label("ping", false), "ping");
+        assert_eq!(label("push", false), "other");
+        assert_eq!(label("push", true), "push");
+    }
 }
