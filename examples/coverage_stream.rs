@@ -9,7 +9,7 @@
 //! with a `PathMatcher` over them, and prints what it kept. See docs/performance.md.
 
 use flakegate::evidence::coverage_db::read_data_file_blocking;
-use flakegate::gate::coverage::{json::read_json, PathMatcher};
+use flakegate::gate::coverage::{json::read_json, KeepLines, PathMatcher};
 use std::time::Instant;
 
 fn main() {
@@ -37,7 +37,18 @@ fn main() {
             }
         }
     }
+    // Keep the witnesses of the changed lines only, as `flakegate check` does (with
+    // FLAKEGATE_KEEP_ALL=1, of every line: the reader before issue 11 item 14).
+    let mut keep: std::collections::BTreeMap<String, KeepLines> = std::collections::BTreeMap::new();
+    for (p, line) in &changed {
+        keep.entry(p.clone()).or_default().lines.insert(*line);
+    }
     let matcher = PathMatcher::new(paths.iter().copied());
+    let matcher = if std::env::var_os("FLAKEGATE_KEEP_ALL").is_some() {
+        matcher
+    } else {
+        matcher.keeping(keep)
+    };
     let start = Instant::now();
     let mut f = std::fs::File::open(json).expect("open the coverage file");
     let mut magic = [0u8; 16];

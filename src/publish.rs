@@ -6,10 +6,12 @@
 
 use crate::gate::config::handle_for;
 use crate::gate::config::{is_handle, CaveatConclusion, Config};
+use crate::gate::inert;
 use crate::gate::report::{FileEvidence, FileReport, LineClass, LineWitness, Report, Verdict, WitnessStatus};
 use crate::github::event::RequestedAction;
 use crate::github::{
-    Annotation, AnnotationLevel, CheckAction, CheckOutput, CheckRunFields, CheckStatus, Conclusion, OUTPUT_MAX_CHARS,
+    Annotation, AnnotationLevel, CheckAction, CheckOutput, CheckRunFields, CheckStatus, Conclusion,
+    ANNOTATION_MESSAGE_MAX_BYTES, ANNOTATION_RAW_DETAILS_MAX_BYTES, ANNOTATION_TITLE_MAX_CHARS, OUTPUT_MAX_BYTES,
     TITLE_LIMIT,
 };
 use crate::render;
@@ -51,8 +53,8 @@ pub fn completed(report: &Report, config: &Config, head: &str) -> CheckRunFields
     f.conclusion = Some(conclusion(report.verdict, config));
     f.output = Some(CheckOutput {
         title: title(report),
-        summary: render::truncate(&summary, OUTPUT_MAX_CHARS),
-        text: Some(text(report, OUTPUT_MAX_CHARS)),
+        summary: render::truncate(&summary, OUTPUT_MAX_BYTES),
+        text: Some(text(report, OUTPUT_MAX_BYTES)),
         annotations: annotations(report),
     });
     f.actions = actions();
@@ -65,16 +67,22 @@ pub fn queued(head: &str, config: &Config) -> CheckRunFields {
     let from = if config.evidence.workflows.is_empty() {
         "a workflow run".to_owned()
     } else {
-        format!("workflow {}", config.evidence.workflows.join(" or "))
+        let names: Vec<String> = config.evidence.workflows.iter().map(|w| inert::code(w)).collect();
+        format!("workflow {}", names.join(" or "))
     };
     let summary = format!(
-        "Waiting for the evidence artifact `{artifact}` from {from} on `{head}`.\n\n\
+        "Waiting for the evidence artifact {} from {from} on {}.\n\n\
          The evidence workflow (see `templates/workflows/flakegate-evidence.yml`) uploads it; the verdict follows \
-         when that run completes."
+         when that run completes.",
+        inert::code(artifact),
+        inert::code(head)
     );
     let mut f = CheckRunFields::new(head, CheckStatus::Queued);
     f.output = Some(CheckOutput {
-        title: format!("waiting for evidence: artifact `{artifact}`"),
+        title: cut_chars(
+            &format!("waiting for evidence: artifact {}", inert::one_line(artifact, 100)),
+            TITLE_LIMIT,
+        ),
         summary,
         text: None,
         annotations: Vec::new(),
@@ -84,18 +92,19 @@ pub fn queued(head: &str, config: &Config) -> CheckRunFields {
 
 /// INCONCLUSIVE because the evaluation could not be done: blocks (`failure`) and says why.
 pub fn inconclusive(head: &str, why: &str) -> CheckRunFields {
-    let why_line: String = why.lines().next().unwrap_or(why).chars().take(150).collect();
+    // `why` may quote the pull request (a path, a parser's view of a line): inert, as a code block.
+    let why_line = inert::one_line(why.lines().next().unwrap_or(why), 150);
     let summary = format!(
         "## INCONCLUSIVE — no verdict could be reached\n\n{}\n\n\
          flakegate never passes a change it could not judge. Fix the cause above, then use **Re-evaluate** or \
          re-run the evidence workflow.\n",
-        why
+        inert::code_block(why)
     );
     let mut f = CheckRunFields::new(head, CheckStatus::Completed);
     f.conclusion = Some(Conclusion::Failure);
     f.output = Some(CheckOutput {
         title: format!("INCONCLUSIVE: {why_line}"),
-        summary: render::truncate(&summary, OUTPUT_MAX_CHARS),
+        summary: render::truncate(&summary, OUTPUT_MAX_BYTES),
         text: None,
         annotations: Vec::new(),
     });
@@ -119,7 +128,8 @@ fn cut_chars(s: &str, max: usize) -> String {
 
 /// Title: the verdict and the first reason, at most [`TITLE_LIMIT`] characters.
 pub fn title(report: &Report) -> String {
-    let first = first_message(report);
+    // A plain-text field: one line.
+    let first = inert::one_line(first_message(report), TITLE_LIMIT);
     let t = if first.is_empty() {
         report.verdict.to_string()
     } else {
@@ -134,7 +144,9 @@ const TEXT_INTRO: &str = "The evidence record (schema in `docs/evidence-record.m
 /// JSON block, at most `limit` bytes. When the record does not fit, a compact
 /// record (`verdict` and `reasons`) takes its place, with a note saying so.
 pub fn text(report: &Report, limit: usize) -> String {
-    let full = format!("{TEXT_INTRO}```json\n{}```\n", render::json(report));
+    let record = render::json(report);
+    let fence = json_fence(&record);
+    let full = format!("{TEXT_INTRO}{fence}json\n{record}{fence}\n");
     if full.len() <= limit {
         return full;
     }
@@ -165,12 +177,21 @@ pub fn text(report: &Report, limit: usize) -> String {
             "head_sha": report.head_sha,
         });
         let body = serde_json::to_string_pretty(&compact).expect("JSON values serialise");
-        let out = format!("{note}```json\n{body}\n```\n");
+        let fence = json_fence(&body);
+        let out = format!("{note}{fence}json\n{body}\n{fence}\n");
         if out.len() <= limit || reasons.is_empty() {
             return out;
         }
         reasons.pop();
     }
+}
+
+/// The fence of a code block holding `json`: longer than any backtick run inside (a string
+/// from the pull request may hold ```` ``` ````, which would end a shorter fence and let the
+/// rest render as markdown). JSON strings escape newlines, so no line inside starts a fence.
+fn json_fence(json: &str) -> String {
+    let longest = json.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    "`".repeat(longest.max(2) + 1)
 }
 
 /// The buttons on the check run.
@@ -349,7 +370,22 @@ pub fn annotations(report: &Report) -> Vec<Annotation> {
         }
     }
     out.extend(caveats);
-    out
+    out.into_iter().map(within_limits).collect()
+}
+
+/// What ends an annotation field cut to GitHub's limit.
+const ANNOTATION_CUT: &str = "\n… cut here: GitHub takes at most 64 KiB here; the check run's summary has the rest.";
+
+/// `a` within GitHub's limits on an annotation (a reason may quote a changed line of any
+/// length): message and raw details cut at a character boundary with a note, the title cut
+/// with `…`.
+fn within_limits(mut a: Annotation) -> Annotation {
+    a.message = inert::cap_bytes(&a.message, ANNOTATION_MESSAGE_MAX_BYTES, ANNOTATION_CUT);
+    a.raw_details = a
+        .raw_details
+        .map(|r| inert::cap_bytes(&r, ANNOTATION_RAW_DETAILS_MAX_BYTES, ANNOTATION_CUT));
+    a.title = a.title.map(|t| cut_chars(&t, ANNOTATION_TITLE_MAX_CHARS));
+    a
 }
 
 /// Annotations at the places a trust rule or weakening signal names (a weakened assert, an
@@ -413,10 +449,11 @@ fn capitalise(s: &str) -> String {
     }
 }
 
-/// A name shown in the comment without notifying anyone: bold, with every `@` dropped.
+/// A name shown in the comment without notifying anyone: every `@` and `*` dropped (the
+/// template shows it bold, as inert text).
 fn unmentioned(name: &str) -> String {
     let clean: String = name.chars().filter(|&c| c != '@' && c != '*').collect();
-    format!("**{}**", clean.trim())
+    clean.trim().to_string()
 }
 
 fn todo(action: &str) -> String {
@@ -425,7 +462,8 @@ fn todo(action: &str) -> String {
         "fix" => "fix: make the tests stable, then remove their freeze so they witness changes again".into(),
         "renew" => "renew: the freeze has expired; re-probe and renew the entry, or fix the test and remove it".into(),
         "add-test" => "add-test: add a stable test that executes the named lines".into(),
-        other => other.to_string(),
+        // The template shows these as our own markdown: anything else is made inert.
+        other => inert::text(other),
     }
 }
 
@@ -451,6 +489,7 @@ struct OwnerCtx {
 struct ExpiredCtx {
     test: String,
     who: String,
+    mention: bool,
     expires: String,
     days_past: i64,
     waived: bool,
@@ -497,19 +536,21 @@ pub fn comment_body(report: &Report, config: &Config, previous: Option<&str>) ->
             }
         })
         .collect();
-    let key = |o: &OwnerCtx| o.who.trim_start_matches(['@', '*']).to_lowercase();
+    let key = |o: &OwnerCtx| o.who.trim_start_matches('@').to_lowercase();
     owners.sort_by(|a, b| key(a).cmp(&key(b)).then_with(|| a.tests.cmp(&b.tests)));
     let mut expired: Vec<ExpiredCtx> = report
         .expired
         .iter()
-        .map(|e| ExpiredCtx {
-            test: e.test.clone(),
-            who: handle_for(&e.owner, config)
-                .filter(|h| is_handle(h))
-                .unwrap_or_else(|| unmentioned(&e.owner)),
-            expires: e.expires.clone(),
-            days_past: e.days_past,
-            waived: e.waived_by_probe,
+        .map(|e| {
+            let handle = handle_for(&e.owner, config).filter(|h| is_handle(h));
+            ExpiredCtx {
+                test: e.test.clone(),
+                mention: handle.is_some(),
+                who: handle.unwrap_or_else(|| unmentioned(&e.owner)),
+                expires: e.expires.clone(),
+                days_past: e.days_past,
+                waived: e.waived_by_probe,
+            }
         })
         .collect();
     expired.sort_by(|a, b| a.test.cmp(&b.test).then_with(|| a.expires.cmp(&b.expires)));
@@ -547,17 +588,14 @@ pub fn comment_body(report: &Report, config: &Config, previous: Option<&str>) ->
         "cleared"
     };
 
-    let mut env = minijinja::Environment::new();
-    env.set_trim_blocks(true);
-    env.set_lstrip_blocks(true);
-    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    let mut env = render::environment();
     env.add_template("comment.md.j2", render::COMMENT)
         .expect("the bundled comment template parses");
     let body = env
         .get_template("comment.md.j2")
         .and_then(|t| {
             t.render(minijinja::context! {
-                marker => COMMENT_MARKER,
+                marker => minijinja::Value::from_safe_string(COMMENT_MARKER.to_string()),
                 verdict => report.verdict.as_str(),
                 blocks => report.verdict.blocks(),
                 head_sha => report.head_sha,
@@ -570,7 +608,7 @@ pub fn comment_body(report: &Report, config: &Config, previous: Option<&str>) ->
         })
         .expect("the bundled comment template renders");
     let body = if body.ends_with('\n') { body } else { body + "\n" };
-    Some(render::truncate(&body, OUTPUT_MAX_CHARS))
+    Some(render::truncate(&body, OUTPUT_MAX_BYTES))
 }
 
 /// Whether the comment must be edited: bodies differ beyond trailing whitespace.
@@ -587,22 +625,6 @@ pub struct SharedHeadLine<'a> {
     pub base_ref: &'a str,
     pub base_sha: &'a str,
     pub verdict: &'a str,
-}
-
-/// `s` as an inline code span for a table cell that nothing inside can end (a fence longer
-/// than any backtick run in it, `|` escaped for the table), control characters replaced, at
-/// most 100 characters.
-fn code_span(s: &str) -> String {
-    let clean: String = s
-        .chars()
-        .take(100)
-        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
-        .collect::<String>()
-        .replace('|', "\\|");
-    let longest = clean.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let fence = "`".repeat(longest + 1);
-    // A space on each side keeps a leading or trailing backtick apart from the fence.
-    format!("{fence} {clean} {fence}")
 }
 
 /// The check run of a head that several open pull requests share: `decisive`'s fields (the
@@ -623,14 +645,14 @@ pub fn shared_head(mut fields: CheckRunFields, lines: &[SharedHeadLine<'_>], dec
         table.push_str(&format!(
             "| #{} | {} {} | {} |\n",
             l.pr,
-            code_span(l.base_ref),
-            code_span(&short),
-            code_span(l.verdict)
+            inert::code_cell(l.base_ref),
+            inert::code_cell(&short),
+            inert::code_cell(l.verdict)
         ));
     }
     table.push('\n');
     if let Some(out) = &mut fields.output {
-        out.summary = render::truncate(&format!("{table}{}", out.summary), OUTPUT_MAX_CHARS);
+        out.summary = render::truncate(&format!("{table}{}", out.summary), OUTPUT_MAX_BYTES);
     }
     fields
 }
@@ -672,16 +694,52 @@ mod tests {
         assert_eq!(out.title, title, "the title is the decisive verdict's");
         let table: Vec<&str> = out.summary.lines().filter(|l| l.starts_with("| #")).collect();
         assert_eq!(table.len(), 2, "{}", out.summary);
-        assert_eq!(table[0], "| #3 | ` main ` ` 0123456789ab ` | ` INCONCLUSIVE ` |");
+        assert_eq!(table[0], "| #3 | `main` `0123456789ab` | `INCONCLUSIVE` |");
         // One line, the backticks fenced by a longer run, the pipe escaped.
         assert_eq!(
             table[1],
-            "| #4 | ``` x``y\\|z<img src=a>\u{fffd}## PASS ``` ` fedcba987654 ` | ` PASS ` |"
+            "| #4 | ```x``y\\|z<img src=a>⏎## PASS``` `fedcba987654` | `PASS` |"
         );
         assert!(out.summary.contains("that of #3"));
         // One pull request: unchanged.
         let one = inconclusive("abc", "why");
         assert_eq!(shared_head(one.clone(), &lines[..1], 3), one);
+    }
+
+    /// The evidence record's block in `text` is fenced past any backtick run a reason quotes.
+    #[test]
+    fn the_evidence_record_cannot_close_its_own_block() {
+        let mut r = case("frozen_only");
+        r.reasons[0].message = "adds a sleep: `time.sleep(1)  # ```` @octocat <img src=x>`".into();
+        let t = text(&r, OUTPUT_MAX_BYTES);
+        assert!(t.contains("\n`````json\n"), "{t}");
+        assert!(t.ends_with("\n`````\n"), "{t}");
+        assert_eq!(json_block(&t), serde_json::to_value(&r).unwrap());
+        let compact = text(&r, 2000);
+        assert!(compact.contains("`````json\n"), "{compact}");
+    }
+
+    /// An error that quotes the pull request is shown in a code block nothing inside can close;
+    /// the title is one line.
+    #[test]
+    fn an_inconclusive_reason_is_quoted_inertly() {
+        let why = "the patch: pr.diff:3: found \"<img src=x>\"\n```\n## ✅ PASS @octocat";
+        let f = inconclusive("abc", why);
+        let out = f.output.unwrap();
+        assert!(
+            out.title.starts_with("INCONCLUSIVE: the patch: pr.diff:3"),
+            "{}",
+            out.title
+        );
+        assert!(!out.title.contains('\n'));
+        assert!(
+            out.summary
+                .contains("\n````text\nthe patch: pr.diff:3: found \"<img src=x>\"\n```\n## ✅ PASS @octocat\n````\n"),
+            "{}",
+            out.summary
+        );
+        let q = queued("abc", &Config::default());
+        assert!(q.output.unwrap().summary.contains("`abc`"));
     }
 
     /// Run the real gate on a committed fixture case, as `tests/cli/check.rs` does.
@@ -884,11 +942,11 @@ mod tests {
     #[test]
     fn a_huge_report_is_cut_below_the_limit_and_stays_json() {
         let r = huge();
-        assert!(render::json(&r).len() > OUTPUT_MAX_CHARS);
+        assert!(render::json(&r).len() > OUTPUT_MAX_BYTES);
         let out = check_output(&r, &Config::default());
-        assert!(out.summary.len() <= OUTPUT_MAX_CHARS, "{}", out.summary.len());
+        assert!(out.summary.len() <= OUTPUT_MAX_BYTES, "{}", out.summary.len());
         assert!(out.summary.contains("cut here"));
-        assert!(out.text.len() <= OUTPUT_MAX_CHARS, "{}", out.text.len());
+        assert!(out.text.len() <= OUTPUT_MAX_BYTES, "{}", out.text.len());
         assert!(out.text.contains("more than GitHub allows"));
         let compact = json_block(&out.text);
         assert_eq!(compact["verdict"], "INCONCLUSIVE");
@@ -903,11 +961,42 @@ mod tests {
         r.reasons = (0..200)
             .map(|i| crate::gate::Reason::new(crate::gate::ReasonCode::FrozenOnly, format!("{i} {}", "x".repeat(1000))))
             .collect();
-        let t = text(&r, OUTPUT_MAX_CHARS);
-        assert!(t.len() <= OUTPUT_MAX_CHARS);
+        let t = text(&r, OUTPUT_MAX_BYTES);
+        assert!(t.len() <= OUTPUT_MAX_BYTES);
         let compact = json_block(&t);
         assert!(compact["reasons_omitted"].as_u64().unwrap() > 0);
         assert!(!compact["reasons"].as_array().unwrap().is_empty());
+    }
+
+    /// A reason quoting a 70 KB changed line: the annotation at its place stays within GitHub's
+    /// 64 KiB, cut on a character boundary with a note.
+    #[test]
+    fn a_huge_quoted_line_is_cut_to_githubs_annotation_limit() {
+        let mut r = report_of(&fixtures().join("corpus/adv_sleep"), &Config::default());
+        let reason = r
+            .reasons
+            .iter_mut()
+            .find(|x| x.code == crate::gate::ReasonCode::WeakenedTest)
+            .unwrap();
+        reason.message = format!("adds a sleep: `time.sleep(0.01)  # {}`", "é".repeat(35_000));
+        let a = annotations(&r);
+        let w = a
+            .iter()
+            .find(|a| a.title.as_deref().is_some_and(|t| t.starts_with("weakened_test")))
+            .unwrap();
+        assert!(w.message.len() <= ANNOTATION_MESSAGE_MAX_BYTES, "{}", w.message.len());
+        assert!(
+            w.message.len() > ANNOTATION_MESSAGE_MAX_BYTES - 200,
+            "{}",
+            w.message.len()
+        );
+        assert!(w.message.ends_with(ANNOTATION_CUT));
+        let mut long = w.clone();
+        long.title = Some("t".repeat(300));
+        long.raw_details = Some("x".repeat(70_000));
+        let long = within_limits(long);
+        assert_eq!(long.title.unwrap().chars().count(), ANNOTATION_TITLE_MAX_CHARS);
+        assert!(long.raw_details.unwrap().len() <= ANNOTATION_RAW_DETAILS_MAX_BYTES);
     }
 
     #[test]

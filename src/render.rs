@@ -1,6 +1,8 @@
 //! Rendering the evidence record: plain text for a terminal, markdown from the
 //! `templates/` (the same ones the App posts), and JSON.
 
+use crate::gate::config::is_handle;
+use crate::gate::inert;
 use crate::gate::report::{FileEvidence, LineClass, Report, Verdict, WitnessStatus};
 use anyhow::Context as _;
 use std::fmt::Write as _;
@@ -47,6 +49,57 @@ pub fn line_ranges(lines: &[u32]) -> String {
     crate::gate::report::line_list(lines)
 }
 
+/// The template environment for everything flakegate renders as markdown (the check-run
+/// summary, the pull-request comment, `--format markdown`): trim_blocks, lstrip_blocks, strict
+/// undefined, and every interpolated string inert by default.
+///
+/// The strings a template shows come, one way or another, from the pull request (paths, node
+/// ids, diff text quoted in reasons, ledger fields), so `{{ x }}` renders a string as
+/// [`inert::text`] (one line, HTML-escaped, markdown punctuation escaped, no mention, no issue
+/// reference); numbers and booleans as they are. Filters:
+/// - `code`: an inline code span nothing inside can close ([`inert::code`]);
+/// - `code_cell`: the same for a table cell (`|` escaped too);
+/// - `md`: [`inert::text`] marked safe, for a piece of a `~` concatenation that is then
+///   marked `safe` as a whole;
+/// - `mention`: a GitHub handle (`@user`, `@org/team`) as it is, anything else inert; only
+///   for owners the base ledger, base CODEOWNERS or the config's `owners` name;
+/// - `safe` (built in): our own markup, never a string from the pull request;
+/// - `lines`: line numbers as ranges (`3-5, 9`; `—` for none).
+pub fn environment() -> minijinja::Environment<'static> {
+    use minijinja::value::{Value, ValueKind};
+    let mut env = minijinja::Environment::new();
+    env.set_trim_blocks(true);
+    env.set_lstrip_blocks(true);
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env.set_formatter(|out, state, value| {
+        let inert = !value.is_safe()
+            && !matches!(
+                value.kind(),
+                ValueKind::Number | ValueKind::Bool | ValueKind::None | ValueKind::Undefined
+            );
+        if inert {
+            out.write_str(&inert::text(&value.to_string()))
+                .map_err(minijinja::Error::from)
+        } else {
+            minijinja::escape_formatter(out, state, value)
+        }
+    });
+    env.add_filter("code", |s: String| Value::from_safe_string(inert::code(&s)));
+    env.add_filter("code_cell", |s: String| Value::from_safe_string(inert::code_cell(&s)));
+    env.add_filter("md", |s: String| Value::from_safe_string(inert::text(&s)));
+    env.add_filter("mention", |s: String| {
+        Value::from_safe_string(if is_handle(&s) { s } else { inert::text(&s) })
+    });
+    env.add_filter("lines", |v: Vec<u32>| {
+        if v.is_empty() {
+            "—".to_string()
+        } else {
+            line_ranges(&v)
+        }
+    });
+    env
+}
+
 /// Render a markdown template against the record.
 pub fn markdown(report: &Report, name: &str, templates: Option<&Path>) -> anyhow::Result<String> {
     let source = match templates.map(|d| d.join(name)) {
@@ -58,24 +111,14 @@ pub fn markdown(report: &Report, name: &str, templates: Option<&Path>) -> anyhow
             other => anyhow::bail!("no template named {other}"),
         },
     };
-    let mut env = minijinja::Environment::new();
-    env.set_trim_blocks(true);
-    env.set_lstrip_blocks(true);
-    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-    env.add_filter("lines", |v: Vec<u32>| {
-        if v.is_empty() {
-            "—".to_string()
-        } else {
-            line_ranges(&v)
-        }
-    });
-    env.add_template(name, &source)
+    let mut env = environment();
+    env.add_template_owned(name.to_string(), source)
         .with_context(|| format!("template {name}"))?;
     let tmpl = env.get_template(name)?;
     let out = tmpl
         .render(minijinja::context! {
             r => minijinja::Value::from_serialize(report),
-            verdict_icon => verdict_icon(report.verdict),
+            verdict_icon => minijinja::Value::from_safe_string(verdict_icon(report.verdict).to_string()),
             blocks => report.verdict.blocks(),
         })
         .with_context(|| format!("rendering template {name}"))?;
@@ -106,10 +149,12 @@ fn status_word(s: WitnessStatus) -> &'static str {
     }
 }
 
-/// The text report for a terminal.
+/// The text report for a terminal. Every string from the pull request is shown on one line
+/// with its control characters (ANSI escapes among them) replaced: [`inert::one_line`].
 pub fn text(r: &Report) -> String {
+    let ol = inert::one_line_default;
     let mut s = String::new();
-    let first = r.reasons.first().map(|x| x.message.as_str()).unwrap_or("");
+    let first = ol(r.reasons.first().map(|x| x.message.as_str()).unwrap_or(""));
     let _ = writeln!(s, "flakegate: {} — {first}", r.verdict);
     if r.verdict.blocks() {
         let _ = writeln!(s, "This blocks merge.");
@@ -121,15 +166,25 @@ pub fn text(r: &Report) -> String {
         } else {
             reason.verdict.to_string()
         };
-        let _ = writeln!(s, "  {:<22} {:<16} {}", reason.code.as_str(), verdict, reason.message);
+        let _ = writeln!(
+            s,
+            "  {:<22} {:<16} {}",
+            reason.code.as_str(),
+            verdict,
+            ol(&reason.message)
+        );
     }
     let _ = writeln!(s, "\nfiles:");
     for f in &r.files {
-        let from = f.old_path.as_ref().map(|p| format!(" (from {p})")).unwrap_or_default();
+        let from = f
+            .old_path
+            .as_ref()
+            .map(|p| format!(" (from {})", ol(p)))
+            .unwrap_or_default();
         let how = match f.evidence {
             FileEvidence::NotNeeded => "no evidence needed".to_string(),
             FileEvidence::NoExecutableChange => "no executable change".to_string(),
-            FileEvidence::Blind => format!("BLIND: {}", f.blind_reason.as_deref().unwrap_or("")),
+            FileEvidence::Blind => format!("BLIND: {}", ol(f.blind_reason.as_deref().unwrap_or(""))),
             FileEvidence::Measured => format!(
                 "{} changed, {} executable: {} stable, {} frozen-only, {} uncovered, {} excluded{}",
                 f.changed_lines.len(),
@@ -148,7 +203,7 @@ pub fn text(r: &Report) -> String {
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
-        let _ = writeln!(s, "  {}{from} [{status}] {how}", f.path);
+        let _ = writeln!(s, "  {}{from} [{status}] {how}", ol(&f.path));
         for l in &f.lines {
             if !f.executable_changed_lines.contains(&l.line) {
                 continue;
@@ -171,7 +226,7 @@ pub fn text(r: &Report) -> String {
                     } else {
                         format!(" |{}", phases.join(","))
                     };
-                    format!("{} ({}{phase})", w.test, status_word(w.status))
+                    format!("{} ({}{phase})", ol(w.test.as_str()), status_word(w.status))
                 })
                 .collect();
             let _ = writeln!(s, "    {:>5}  {:<12} {}", l.line, class, ws.join(", "));
@@ -194,8 +249,8 @@ pub fn text(r: &Report) -> String {
     if !r.blind_owners.is_empty() {
         let _ = writeln!(s, "\nblind owners:");
         for o in &r.blind_owners {
-            let who = o.handle.clone().unwrap_or_else(|| o.owner.clone());
-            let _ = writeln!(s, "  {who} [{}]: {}", o.actions.join(", "), o.why.join("; "));
+            let who = ol(o.handle.as_deref().unwrap_or(&o.owner));
+            let _ = writeln!(s, "  {who} [{}]: {}", o.actions.join(", "), ol(&o.why.join("; ")));
         }
     }
     if !r.expired.is_empty() {
@@ -204,9 +259,9 @@ pub fn text(r: &Report) -> String {
             let _ = writeln!(
                 s,
                 "  {} (owner {}) expired {}{}",
-                e.test,
-                e.owner,
-                e.expires,
+                ol(&e.test),
+                ol(&e.owner),
+                ol(&e.expires),
                 if e.waived_by_probe {
                     ", but the probe shows it stable"
                 } else {
@@ -226,7 +281,7 @@ pub fn text(r: &Report) -> String {
             let _ = writeln!(
                 s,
                 "  {:<60} {}/{} failed ({stability})",
-                t.test.as_str(),
+                ol(t.test.as_str()),
                 t.failures,
                 t.runs
             );
@@ -243,18 +298,24 @@ pub fn text(r: &Report) -> String {
             let _ = writeln!(
                 s,
                 "  {} {}{}",
-                f.test,
+                ol(f.test.as_str()),
                 if f.counts { "COUNTS" } else { "ignored" },
-                f.message.as_ref().map(|m| format!(": {m}")).unwrap_or_default()
+                f.message.as_ref().map(|m| format!(": {}", ol(m))).unwrap_or_default()
             );
         }
     }
     for n in &r.notes {
-        let _ = writeln!(s, "\nnote: {n}");
+        let _ = writeln!(s, "\nnote: {}", ol(n));
     }
     let _ = writeln!(s, "\ninputs:");
     for i in &r.inputs {
-        let _ = writeln!(s, "  {:<9} {}  {}", i.role, &i.sha256[..16.min(i.sha256.len())], i.path);
+        let _ = writeln!(
+            s,
+            "  {:<9} {}  {}",
+            i.role,
+            &i.sha256[..16.min(i.sha256.len())],
+            ol(&i.path)
+        );
     }
     s
 }
@@ -269,11 +330,39 @@ mod tests {
         assert_eq!(line_ranges(&[1, 2, 3, 5, 7, 8]), "1-3, 5, 7-8");
     }
 
+    /// Every interpolated string is inert unless a filter says otherwise.
+    #[test]
+    fn templates_render_strings_inert_by_default() {
+        let mut env = environment();
+        env.add_template(
+            "t",
+            "{{ s }}|{{ s | code }}|{{ n }}|{{ b }}|{{ h | mention }}|{{ s | mention }}|{{ ours | safe }}|{{ ('**' ~ (s | md) ~ '**') | safe }}",
+        )
+        .unwrap();
+        let out = env
+            .get_template("t")
+            .unwrap()
+            .render(minijinja::context! {
+                s => "@x <b>`\n# h",
+                n => 3,
+                b => true,
+                h => "@acme/team",
+                ours => "<sub>ours</sub>",
+            })
+            .unwrap();
+        let t = inert::text("@x <b>`\n# h");
+        assert_eq!(
+            out,
+            format!("{t}|``@x <b>`⏎# h``|3|True|@acme/team|{t}|<sub>ours</sub>|**{t}**")
+        );
+        assert!(!t.contains("@x") && !t.contains('<') && !t.contains('\n'), "{t}");
+    }
+
     #[test]
     fn truncation_is_on_a_line_and_says_so() {
         let text = "é line\n".repeat(20_000);
-        let cut = truncate(&text, crate::github::OUTPUT_MAX_CHARS);
-        assert!(cut.len() <= crate::github::OUTPUT_MAX_CHARS);
+        let cut = truncate(&text, crate::github::OUTPUT_MAX_BYTES);
+        assert!(cut.len() <= crate::github::OUTPUT_MAX_BYTES);
         assert!(cut.contains("cut here"));
         assert_eq!(truncate("short", 100), "short");
     }

@@ -497,9 +497,11 @@ pub fn expiring(args: ExpiringArgs) -> anyhow::Result<i32> {
     listed.sort_by(|(a, _), (b, _)| a.expires.cmp(&b.expires).then(a.test.cmp(&b.test)));
     let mut expired = 0;
     for &(e, days) in &listed {
+        // A ledger may come from a pull request: its strings on one line, controls replaced.
+        let ol = crate::gate::inert::one_line_default;
         let owner = match crate::gate::config::handle_for(&e.owner, &o.config) {
-            Some(h) if h != e.owner => format!("{} ({h})", e.owner),
-            _ => e.owner.clone(),
+            Some(h) if h != e.owner => format!("{} ({})", ol(&e.owner), ol(&h)),
+            _ => ol(&e.owner),
         };
         if e.is_expired(o.today) {
             expired += 1;
@@ -508,7 +510,7 @@ pub fn expiring(args: ExpiringArgs) -> anyhow::Result<i32> {
                 e.expires,
                 -days,
                 if days == -1 { "" } else { "s" },
-                e.test
+                ol(&e.test)
             );
         } else {
             let when = match days {
@@ -516,7 +518,7 @@ pub fn expiring(args: ExpiringArgs) -> anyhow::Result<i32> {
                 1 => "in 1 day".to_string(),
                 d => format!("in {d} days"),
             };
-            println!("expires  {} ({when})  {}  owner {owner}", e.expires, e.test);
+            println!("expires  {} ({when})  {}  owner {owner}", e.expires, ol(&e.test));
         }
     }
     println!(
@@ -561,17 +563,27 @@ fn lint(args: &LintArgs) -> anyhow::Result<i32> {
     };
     let mut expired = 0;
     let mut out = String::new();
+    // The ledger may come from a pull request: its strings on one line, controls replaced.
+    let ol = crate::gate::inert::one_line_default;
     for (e, days) in ledger.expiring(today, within) {
         if e.is_expired(today) {
             expired += 1;
             out.push_str(&format!(
                 "{name}:{}: EXPIRED {} ({} days ago): {} — owner {}\n",
-                e.line, e.expires, -days, e.test, e.owner
+                e.line,
+                e.expires,
+                -days,
+                ol(&e.test),
+                ol(&e.owner)
             ));
         } else {
             out.push_str(&format!(
                 "{name}:{}: expires {} (in {} days): {} — owner {}\n",
-                e.line, e.expires, days, e.test, e.owner
+                e.line,
+                e.expires,
+                days,
+                ol(&e.test),
+                ol(&e.owner)
             ));
         }
     }

@@ -217,6 +217,7 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
     for (&file_id, (_, (repo, _))) in &selected {
         let fc = per_id.entry(file_id).or_default();
         let mut rows_read = RowBudget(MAX_ROWS_PER_FILE);
+        let mut ran: Vec<u8> = Vec::new();
         // Line mode: one numbits blob per (file, context).
         let mut after = i64::MIN;
         loop {
@@ -241,17 +242,20 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
                 let numbits = numbits.with_context(|| {
                     format!("{name}: line_bits of {repo}, context {after}: numbits missing or longer than {MAX_NUMBITS} bytes")
                 })?;
-                for line in decode_numbits(&numbits) {
-                    if line > 0 {
-                        fc.executed.insert(line);
-                        ctx.record(repo, fc, line, &context);
-                    }
+                // Which lines ran: the OR of the file's bitmaps, decoded once below.
+                if ran.len() < numbits.len() {
+                    ran.resize(numbits.len(), 0);
                 }
+                for (r, b) in ran.iter_mut().zip(&numbits) {
+                    *r |= b;
+                }
+                ctx.record_numbits(repo, fc, &numbits, &context);
             }
             if rows.len() < PAGE as usize {
                 break;
             }
         }
+        fc.executed.extend(decode_numbits(&ran).into_iter().filter(|&l| l > 0));
         // Branch mode: the lines are the positive ends of the arcs
         // (negative numbers are entries and exits of code objects).
         let mut after = (i64::MIN, i64::MIN, i64::MIN);

@@ -241,7 +241,15 @@ fn account_file(
     let code_deletion = |d: &Deletion| d.text.iter().any(|t| !is_non_code_text(t));
     // Test code is the evidence, not what needs it: the trust rules judge its changes.
     let test_code = is_test_file(&fc.path);
-    if test_code || (globs.is_match(&fc.path) && fc.old_path.as_deref().is_none_or(|p| globs.is_match(p))) {
+    let no_evidence = globs.is_match(&fc.path) && fc.old_path.as_deref().is_none_or(|p| globs.is_match(p));
+    // Lines that cannot be read exactly cannot be matched to evidence, nor judged by the
+    // trust rules (a test file): blind, unless the file needs no evidence whatever it says.
+    if let Some(why) = fc.unreadable.as_deref().filter(|_| !no_evidence) {
+        fr.evidence = FileEvidence::Blind;
+        fr.blind_reason = Some(why.to_string());
+        return fr;
+    }
+    if test_code || no_evidence {
         fr.evidence = FileEvidence::NotNeeded;
         fr.deletions = fc
             .deletions

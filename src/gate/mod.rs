@@ -15,8 +15,9 @@
 //! evidence record it returns. The readers are [`patch`], [`coverage`],
 //! [`results`], [`probe`], [`ledger`] (also the patch's ledger edits),
 //! [`config`] and [`codeowners`]; `trust` holds the trust rules and the test
-//! weakenings; [`nodeid`] is pytest's node ids and coverage contexts; [`error`]
-//! is [`InputError`] and its [`Location`].
+//! weakenings; [`inert`] makes untrusted strings safe to show; [`nodeid`] is
+//! pytest's node ids and coverage contexts; [`error`] is [`InputError`] and its
+//! [`Location`].
 //!
 //! This file only declares the modules and re-exports what the faces use most.
 
@@ -25,6 +26,7 @@ pub mod codeowners;
 pub mod config;
 pub mod coverage;
 pub mod error;
+pub mod inert;
 pub mod input;
 pub(crate) mod json_spans;
 pub mod ledger;

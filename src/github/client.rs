@@ -304,9 +304,7 @@ impl InstallationClient {
         let headers = resp.headers().clone();
         let bytes = read_body(what, resp, MAX_JSON_BYTES).await?;
         if status.is_success() {
-            return String::from_utf8(bytes.to_vec())
-                .map(PatchSource::Diff)
-                .map_err(|_| GithubError::fatal(format!("{what}: the diff is not UTF-8")));
+            return Ok(PatchSource::Diff(bytes.to_vec()));
         }
         let text = String::from_utf8_lossy(&bytes).to_lowercase();
         let too_large = status == StatusCode::NOT_ACCEPTABLE
@@ -580,12 +578,14 @@ impl InstallationClient {
     }
 
     pub async fn create_comment(&self, repo: &RepoName, issue: PullNumber, body: &str) -> Result<Comment, GithubError> {
+        validate_comment(body)?;
         let path = format!("{}/issues/{}/comments", repo.api_path(), issue.0);
         self.json("create comment", "POST", &path, Some(&json!({ "body": body })))
             .await
     }
 
     pub async fn update_comment(&self, repo: &RepoName, comment_id: u64, body: &str) -> Result<Comment, GithubError> {
+        validate_comment(body)?;
         let path = format!("{}/issues/comments/{comment_id}", repo.api_path());
         self.json("update comment", "PATCH", &path, Some(&json!({ "body": body })))
             .await
@@ -611,28 +611,74 @@ struct CheckRunListRaw {
     check_runs: Vec<Value>,
 }
 
+/// GitHub's limits on a check run's fields (`types.rs`), checked before anything is sent: an
+/// over-limit field is a bug in what was built, and GitHub would reject the whole request.
 fn validate_fields(f: &CheckRunFields) -> Result<(), GithubError> {
     let bad = |m: String| Err(GithubError::fatal(format!("check run not sent: {m}")));
     if f.status == CheckStatus::Completed && f.conclusion.is_none() {
         return bad("a completed check run needs a conclusion".into());
     }
-    if f.actions.len() > 3 {
-        return bad(format!("{} actions (GitHub takes at most 3)", f.actions.len()));
+    if f.actions.len() > MAX_ACTIONS {
+        return bad(format!(
+            "{} actions (GitHub takes at most {MAX_ACTIONS})",
+            f.actions.len()
+        ));
     }
     for a in &f.actions {
-        if a.label.chars().count() > 20 || a.identifier.chars().count() > 20 || a.description.chars().count() > 40 {
+        if a.label.chars().count() > ACTION_LABEL_LIMIT
+            || a.identifier.chars().count() > ACTION_IDENTIFIER_LIMIT
+            || a.description.chars().count() > ACTION_DESCRIPTION_LIMIT
+        {
             return bad(format!(
-                "action {:?} is over GitHub's length limits (20/20/40)",
+                "action {:?} is over GitHub's length limits ({ACTION_LABEL_LIMIT}/{ACTION_IDENTIFIER_LIMIT}/{ACTION_DESCRIPTION_LIMIT})",
                 a.identifier
             ));
         }
     }
-    if let Some(o) = &f.output {
-        for (field, s) in [("summary", Some(&o.summary)), ("text", o.text.as_ref())] {
-            if s.is_some_and(|s| s.chars().count() > OUTPUT_MAX_CHARS) {
-                return bad(format!("output.{field} is over {OUTPUT_MAX_CHARS} characters"));
-            }
+    let Some(o) = &f.output else { return Ok(()) };
+    if o.title.chars().count() > TITLE_LIMIT {
+        return bad(format!("output.title is over {TITLE_LIMIT} characters"));
+    }
+    for (field, s) in [("summary", Some(&o.summary)), ("text", o.text.as_ref())] {
+        if let Some(s) = s.filter(|s| s.len() > OUTPUT_MAX_BYTES) {
+            return bad(format!("output.{field} is {} bytes, over {OUTPUT_MAX_BYTES}", s.len()));
         }
+    }
+    for (i, a) in o.annotations.iter().enumerate() {
+        let at = format!("annotation {i} ({}:{})", a.path, a.start_line);
+        if a.message.len() > ANNOTATION_MESSAGE_MAX_BYTES {
+            return bad(format!(
+                "{at}: message is {} bytes, over {ANNOTATION_MESSAGE_MAX_BYTES}",
+                a.message.len()
+            ));
+        }
+        if let Some(r) = a
+            .raw_details
+            .as_ref()
+            .filter(|r| r.len() > ANNOTATION_RAW_DETAILS_MAX_BYTES)
+        {
+            return bad(format!(
+                "{at}: raw_details is {} bytes, over {ANNOTATION_RAW_DETAILS_MAX_BYTES}",
+                r.len()
+            ));
+        }
+        if a.title
+            .as_ref()
+            .is_some_and(|t| t.chars().count() > ANNOTATION_TITLE_MAX_CHARS)
+        {
+            return bad(format!("{at}: title is over {ANNOTATION_TITLE_MAX_CHARS} characters"));
+        }
+    }
+    Ok(())
+}
+
+/// A comment body within GitHub's limit, checked before it is sent.
+fn validate_comment(body: &str) -> Result<(), GithubError> {
+    let n = body.chars().count();
+    if n > COMMENT_MAX_CHARS {
+        return Err(GithubError::fatal(format!(
+            "comment not sent: its body is {n} characters, over {COMMENT_MAX_CHARS}"
+        )));
     }
     Ok(())
 }
@@ -744,5 +790,71 @@ mod tests {
         assert_eq!(base64_decode("").unwrap(), b"");
         assert!(base64_decode("a*b").is_none());
         assert_eq!(encode_path(".github/flake gate.yml"), ".github/flake%20gate.yml");
+    }
+
+    fn annotation(message: String) -> Annotation {
+        Annotation {
+            path: "a.py".into(),
+            start_line: 1,
+            end_line: 1,
+            annotation_level: AnnotationLevel::Warning,
+            title: Some("t".into()),
+            message,
+            raw_details: None,
+        }
+    }
+
+    fn fields(summary: String, annotations: Vec<Annotation>) -> CheckRunFields {
+        let mut f = CheckRunFields::new("h", CheckStatus::Completed);
+        f.conclusion = Some(Conclusion::Failure);
+        f.output = Some(CheckOutput {
+            title: "INCONCLUSIVE".into(),
+            summary,
+            text: None,
+            annotations,
+        });
+        f
+    }
+
+    /// GitHub's limits hold before a request is sent: in bytes where GitHub counts bytes.
+    #[test]
+    fn over_limit_fields_are_refused_before_sending() {
+        let ok = fields(
+            "é".repeat(OUTPUT_MAX_BYTES / 2),
+            vec![annotation("x".repeat(ANNOTATION_MESSAGE_MAX_BYTES))],
+        );
+        assert!(validate_fields(&ok).is_ok());
+        let err = |f: &CheckRunFields| validate_fields(f).unwrap_err().to_string();
+        // 40,000 characters, 80,000 bytes.
+        let e = err(&fields("é".repeat(40_000), vec![]));
+        assert!(e.contains("output.summary is 80000 bytes"), "{e}");
+        let e = err(&fields(
+            String::new(),
+            vec![annotation("x".repeat(ANNOTATION_MESSAGE_MAX_BYTES + 1))],
+        ));
+        assert!(e.contains("annotation 0 (a.py:1): message is 65537 bytes"), "{e}");
+        let mut a = annotation("m".into());
+        a.raw_details = Some("ü".repeat(ANNOTATION_RAW_DETAILS_MAX_BYTES));
+        assert!(err(&fields(String::new(), vec![a])).contains("raw_details"));
+        let mut a = annotation("m".into());
+        a.title = Some("t".repeat(ANNOTATION_TITLE_MAX_CHARS + 1));
+        assert!(err(&fields(String::new(), vec![a])).contains("title is over 255"));
+        let mut f = fields(String::new(), vec![]);
+        f.output.as_mut().unwrap().title = "t".repeat(TITLE_LIMIT + 1);
+        assert!(err(&f).contains("output.title"));
+        let mut f = fields(String::new(), vec![]);
+        f.actions = (0..4)
+            .map(|i| CheckAction {
+                label: format!("l{i}"),
+                description: "d".into(),
+                identifier: format!("i{i}"),
+            })
+            .collect();
+        assert!(err(&f).contains("4 actions"));
+        f.actions.truncate(1);
+        f.actions[0].identifier = "i".repeat(ACTION_IDENTIFIER_LIMIT + 1);
+        assert!(err(&f).contains("length limits"));
+        assert!(validate_comment(&"é".repeat(COMMENT_MAX_CHARS)).is_ok());
+        assert!(validate_comment(&"é".repeat(COMMENT_MAX_CHARS + 1)).is_err());
     }
 }

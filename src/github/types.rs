@@ -10,10 +10,18 @@ use serde::{Deserialize, Serialize};
 pub const CHECK_NAME: &str = "flakegate";
 /// GitHub accepts at most this many annotations per create/update request; the client batches.
 pub const ANNOTATIONS_PER_REQUEST: usize = 50;
-/// GitHub's limit on `output.summary` and `output.text`, in characters.
-pub const OUTPUT_MAX_CHARS: usize = 65_535;
+/// GitHub's limit on `output.summary` and `output.text`: 65,535 bytes (GitHub says
+/// characters, and counts bytes).
+pub const OUTPUT_MAX_BYTES: usize = 65_535;
 /// Longest check-run title we send, in characters.
 pub const TITLE_LIMIT: usize = 200;
+/// GitHub's limits on one annotation: `message` and `raw_details` at most 64 KiB (bytes),
+/// `title` at most 255 characters.
+pub const ANNOTATION_MESSAGE_MAX_BYTES: usize = 64 * 1024;
+pub const ANNOTATION_RAW_DETAILS_MAX_BYTES: usize = 64 * 1024;
+pub const ANNOTATION_TITLE_MAX_CHARS: usize = 255;
+/// GitHub's limit on an issue comment's body, in characters.
+pub const COMMENT_MAX_CHARS: usize = 65_536;
 /// GitHub's limits on an action button.
 pub const ACTION_LABEL_LIMIT: usize = 20;
 pub const ACTION_DESCRIPTION_LIMIT: usize = 40;
@@ -136,7 +144,8 @@ pub struct PullRequest {
 /// large) the files listing as one JSON array (the gate reads both).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PatchSource {
-    Diff(String),
+    /// Bytes: a diff is not always UTF-8 (a Latin-1 file); the gate reads it either way.
+    Diff(Vec<u8>),
     Files(String),
 }
 
@@ -210,9 +219,9 @@ pub struct CheckAction {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CheckOutput {
     pub title: String,
-    /// At most [`OUTPUT_MAX_CHARS`] characters.
+    /// At most [`OUTPUT_MAX_BYTES`] bytes.
     pub summary: String,
-    /// At most [`OUTPUT_MAX_CHARS`] characters.
+    /// At most [`OUTPUT_MAX_BYTES`] bytes.
     pub text: Option<String>,
     /// Any number, most important first: sent [`ANNOTATIONS_PER_REQUEST`] per request.
     pub annotations: Vec<Annotation>,

@@ -97,7 +97,7 @@ impl Sources for PullRequestFiles<'_> {
     async fn patch(&self) -> Result<Named, Failure> {
         let number = self.number;
         Ok(match self.t.client.pull_diff(&self.t.repo, number).await? {
-            PatchSource::Diff(d) => Named::new(format!("pull request {number} diff"), d.into_bytes()),
+            PatchSource::Diff(d) => Named::new(format!("pull request {number} diff"), d),
             PatchSource::Files(f) => Named::new(format!("pull request {number} files"), f.into_bytes()),
         })
     }

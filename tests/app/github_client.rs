@@ -101,7 +101,7 @@ async fn diff_is_fetched_with_the_diff_media_type() {
     })
     .await;
     let p = client(&fake).pull_diff(&repo(), PullNumber(5)).await.unwrap();
-    assert_eq!(p, PatchSource::Diff("diff --git a/x b/x\n".into()));
+    assert_eq!(p, PatchSource::Diff(b"diff --git a/x b/x\n".to_vec()));
     fake.verify().await;
 }
 

@@ -8,6 +8,9 @@ mod corpus;
 mod deploy;
 mod end_to_end;
 mod github_client;
+#[path = "../common/hostile.rs"]
+mod hostile;
+mod hostile_output;
 mod leases;
 mod logs;
 mod metrics;

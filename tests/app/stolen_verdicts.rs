@@ -68,8 +68,8 @@ async fn a_shared_head_shows_the_worst_verdict_and_lists_every_pull_request() {
         "| #3 |",
         "| #4 |",
         EVIL_REF,
-        "` main `",
-        "` PASS `",
+        "`main`",
+        "`PASS`",
     ] {
         assert!(s.contains(needle), "{needle:?} not in\n{s}");
     }

@@ -98,18 +98,66 @@ fn malformed_diff_is_unusable_input() {
     assert!(err.contains("bad.diff:"), "names the file: {err}");
 }
 
+/// A Latin-1 file in the patch does not make the evaluation fail: that file is blind, with the
+/// diff line of its first invalid byte, and the rest of the patch is judged as usual.
 #[test]
-fn non_utf8_diff_names_the_line() {
+fn a_non_utf8_file_in_the_diff_is_blind_and_the_rest_is_judged() {
     let t = tempfile::tempdir().unwrap();
-    let d = write(
-        t.path(),
-        "latin1.diff",
-        b"diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+caf\xe9\n",
+    let mut bytes = std::fs::read(good_diff()).unwrap();
+    let bad_line = bytes.iter().filter(|&&b| b == b'\n').count() + 7;
+    bytes.extend_from_slice(
+        b"diff --git a/src/shop/legacy.py b/src/shop/legacy.py\nindex 1111111..2222222 100644\n--- a/src/shop/legacy.py\n+++ b/src/shop/legacy.py\n@@ -1,2 +1,2 @@\n-NAME = 'cafe'\n+NAME = 'caf\xe9'\n X = 1\n",
     );
-    let (code, _, err) = check(&d, &good_cov(), &[]);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("latin1.diff:6:"), "{err}");
-    assert!(err.contains("UTF-8"), "{err}");
+    let d = write(t.path(), "latin1.diff", &bytes);
+    let (code, out, err) = check(&d, &good_cov(), &[]);
+    assert_eq!(code, 0, "PASS_WITH_CAVEAT: {err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["verdict"], "PASS_WITH_CAVEAT", "{out}");
+    let codes: Vec<&str> = v["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, ["blind_lines"], "{out}");
+    let files = v["files"].as_array().unwrap();
+    let legacy = files
+        .iter()
+        .find(|f| f["path"] == "src/shop/legacy.py")
+        .expect("listed");
+    assert_eq!(legacy["evidence"], "blind");
+    let why = legacy["blind_reason"].as_str().unwrap();
+    assert!(
+        why.contains("not UTF-8") && why.contains(&format!("latin1.diff:{bad_line}")),
+        "{why}"
+    );
+    // The case's own file is still measured.
+    assert!(
+        files
+            .iter()
+            .any(|f| f["path"] != "src/shop/legacy.py" && f["evidence"] == "measured"),
+        "{out}"
+    );
+    // And the markdown the App would post renders it.
+    let (results, l) = (case_dir("all_stable").join("evidence/results"), ledger());
+    let (code, md, err) = run(&[
+        "check",
+        "--format",
+        "markdown",
+        "--today",
+        "2026-11-20",
+        "--diff",
+        d.to_str().unwrap(),
+        "--coverage",
+        good_cov().to_str().unwrap(),
+        "--results",
+        results.to_str().unwrap(),
+        "--ledger",
+        l.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(md.contains("legacy.py"), "{md}");
+    assert!(md.contains("not UTF-8"), "{md}");
 }
 
 #[test]

@@ -6,6 +6,9 @@ mod bad_input;
 mod check;
 mod corpus;
 mod git_base;
+#[path = "../common/hostile.rs"]
+mod hostile;
+mod inert_output;
 mod ledger_edit;
 mod probe;
 mod release;

@@ -253,6 +253,67 @@ impl ContextCollector {
         }
     }
 
+    /// Record one context over the lines of a numbits bitmap (a `.coverage` `line_bits`
+    /// row) — what [`ContextCollector::record`] does for each line, with the context
+    /// parsed once and only the kept lines visited for witnesses, so a row costs the
+    /// lines the gate reads, not the lines the test ran. Lines that ran are the caller's
+    /// (an OR of the bitmaps).
+    pub fn record_numbits(&mut self, repo_path: &str, fc: &mut FileCoverage, numbits: &[u8], context: &str) {
+        let lines = self.kept_lines(repo_path, numbits);
+        match crate::gate::nodeid::parse_context(context) {
+            ContextKind::ImportTime => {
+                fc.import_time
+                    .extend(decode_numbits(numbits).into_iter().filter(|&l| l > 0));
+            }
+            ContextKind::Test(test, phase) => {
+                self.note_prefix(context, &test);
+                if numbits_have_a_line(numbits) && !fc.tests.contains(&test) {
+                    fc.tests.insert(test.clone());
+                }
+                for line in lines {
+                    fc.witnesses
+                        .entry(line)
+                        .or_default()
+                        .entry(test.clone())
+                        .or_default()
+                        .insert(phase);
+                }
+            }
+            ContextKind::Other(s) => {
+                let places = self.others.entry(s).or_default();
+                for line in lines {
+                    places.insert((repo_path.to_string(), line));
+                }
+            }
+        }
+    }
+
+    /// The kept lines (> 0) set in `numbits`.
+    fn kept_lines(&self, repo_path: &str, numbits: &[u8]) -> Vec<u32> {
+        let Some(keep) = &self.keep else {
+            return decode_numbits(numbits).into_iter().filter(|&l| l > 0).collect();
+        };
+        let Some(k) = keep.get(repo_path) else {
+            return Vec::new();
+        };
+        let set = |n: u32| n > 0 && numbits.get(n as usize / 8).is_some_and(|b| b & (1 << (n % 8)) != 0);
+        let mut out: Vec<u32> = k.lines.iter().copied().filter(|&n| set(n)).collect();
+        if let Some(from) = k.from {
+            let start = from as usize / 8;
+            if start < numbits.len() {
+                let tail = decode_numbits(&numbits[start..]);
+                out.extend(
+                    tail.into_iter()
+                        .map(|n| n + start as u32 * 8)
+                        .filter(|&n| n >= from && n > 0),
+                );
+                out.sort_unstable();
+                out.dedup();
+            }
+        }
+        out
+    }
+
     /// Note a context seen outside the patch's files (a skipped file of the
     /// JSON, the data file's `context` table): it can show that test contexts
     /// were recorded, and name a static prefix. Returns true for a test context.
@@ -347,6 +408,11 @@ pub fn insert_file(
 
 /// Decode coverage.py's `numbits` blob (as stored in `line_bits.numbits`)
 /// into line numbers: bit `i` of byte `b` set ⇒ line `b*8 + i`.
+/// Does the bitmap hold a line above 0?
+fn numbits_have_a_line(bits: &[u8]) -> bool {
+    bits.first().is_some_and(|b| b & !1 != 0) || bits.iter().skip(1).any(|&b| b != 0)
+}
+
 pub fn decode_numbits(bits: &[u8]) -> Vec<u32> {
     let mut out = Vec::new();
     for (byte_i, byte) in bits.iter().enumerate() {

@@ -102,6 +102,7 @@ fn gh_file(file: &str, json: &str, index: usize, e: GhEntry) -> Result<FileChang
         status,
         binary,
         lines_known: patch.is_some() || e.changes == 0,
+        unreadable: None,
         added: Vec::new(),
         deletions: Vec::new(),
         removed: Vec::new(),

@@ -22,13 +22,15 @@ use crate::gate::error::{text_of, InputError};
 
 /// A patch from raw bytes: GitHub's pull-request files listing when the text
 /// starts with `[` (after leading whitespace), git's unified diff otherwise.
-/// Non-UTF-8 input is an error naming the line and column of the first bad byte.
+/// A listing that is not UTF-8 is an error naming the line and column of the
+/// first bad byte (JSON is UTF-8); in a diff, a file whose lines are not UTF-8
+/// is marked unreadable (see [`parse_unified_bytes`]).
 pub fn parse_patch(name: &str, bytes: &[u8]) -> Result<Patch, InputError> {
-    let text = text_of(name, bytes)?;
-    if text.trim_start().starts_with('[') {
-        parse_github_files(name, &text)
+    let listing = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+    if listing {
+        parse_github_files(name, &text_of(name, bytes)?)
     } else {
-        parse_unified(name, &text)
+        parse_unified_bytes(name, bytes)
     }
 }
 
@@ -84,7 +86,8 @@ mod tests {
         );
         let git = parse_patch("c.diff", corpus_file("combined.diff").as_bytes()).unwrap();
         assert_eq!(git, parse_unified("c.diff", &corpus_file("combined.diff")).unwrap());
-        let e = parse_patch("c.diff", b"diff --git a/x b/x\n\xFF").unwrap_err();
-        assert_eq!(e.to_string(), "c.diff:2:1: not UTF-8 text");
+        // A listing is JSON, so UTF-8; a diff's non-UTF-8 file is marked (see `unified.rs`).
+        let e = parse_patch("f.json", b" [\"\xFF\"]").unwrap_err();
+        assert_eq!(e.to_string(), "f.json:1:4: not UTF-8 text");
     }
 }

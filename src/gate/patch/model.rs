@@ -103,6 +103,10 @@ pub struct FileChange {
     pub binary: bool,
     /// False when the changed lines are unknown (GitHub omits `patch` for huge files).
     pub lines_known: bool,
+    /// Why the file's lines cannot be read exactly (its diff text is not UTF-8: a Latin-1
+    /// source file, say). Its text is decoded lossily, for display only; the file is blind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
     /// Added lines, ascending by line number.
     pub added: Vec<AddedLine>,
     /// Pure deletions, ascending.

@@ -14,6 +14,7 @@ pub(crate) fn file_change(path: &str, added: &[&str], removed: &[&str]) -> FileC
         status: FileStatus::Modified,
         binary: false,
         lines_known: true,
+        unreadable: None,
         added: added
             .iter()
             .zip(add_scopes)

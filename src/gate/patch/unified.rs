@@ -45,40 +45,60 @@ use std::borrow::Cow;
 /// lines between files, a hunk shorter or longer than its header says — is
 /// an [`InputError`] with the 1-based line.
 pub fn parse_unified(file: &str, text: &str) -> Result<Patch, InputError> {
+    parse_marking(file, text, &[])
+}
+
+/// [`parse_unified`], with the files whose sections hold one of `bad` (1-based lines of the
+/// input that were not UTF-8, each with its first bad byte) marked unreadable.
+fn parse_marking(file: &str, text: &str, bad: &[(usize, u8)]) -> Result<Patch, InputError> {
     let text = normalize_eol(text);
     let sections = scan(file, &text)?;
+    // Each section's lines, first to last.
+    let lines = |s: &Section| s.line..=s.line + text[s.start..s.end].trim_end_matches('\n').matches('\n').count();
+    if let Some((line, byte)) = bad.iter().find(|(l, _)| !sections.iter().any(|s| lines(s).contains(l))) {
+        // Outside every file's section the scanner accepts only blank lines: no file to blame.
+        return Err(InputError::new(
+            Location::at(file, *line, None),
+            format!("not UTF-8 text (invalid byte 0x{byte:02X}) outside any file of the diff"),
+        ));
+    }
     let mut files = Vec::with_capacity(sections.len());
     for s in &sections {
-        files.push(build_file(file, &text, s)?);
+        let mut fc = build_file(file, &text, s)?;
+        if let Some((line, byte)) = bad.iter().find(|(l, _)| lines(s).contains(l)) {
+            fc.unreadable = Some(format!(
+                "not UTF-8 text (invalid byte 0x{byte:02X} at {file}:{line}): its lines are shown decoded lossily and cannot be matched to evidence"
+            ));
+        }
+        files.push(fc);
     }
     Ok(Patch { files })
 }
 
 /// [`parse_unified`] on raw bytes.
 ///
-/// Non-UTF-8 input is rejected, naming the line and column of the first
-/// invalid byte. Decoding lossily is not done anywhere: `GIT binary patch`
-/// payloads are base85 (ASCII), so valid diffs never need it there, and
-/// quietly altering a path or a changed line's text would be worse than a
-/// clear error. (A source file in a legacy 8-bit encoding therefore makes
-/// the diff unreadable; convert it, or ask for lossy decoding of hunk text.)
+/// A diff is bytes: a source file in a legacy 8-bit encoding (Latin-1, say) puts bytes that
+/// are not UTF-8 into its hunks. Such a file does not make the whole patch unreadable: its
+/// text is decoded lossily (U+FFFD for each invalid sequence, which never swallows a line
+/// break), for display only, and the file is marked [`FileChange::unreadable`] — blind, with
+/// the line of its first invalid byte — while every other file is read exactly.
 pub fn parse_unified_bytes(file: &str, bytes: &[u8]) -> Result<Patch, InputError> {
     match std::str::from_utf8(bytes) {
         Ok(text) => parse_unified(file, text),
-        Err(e) => {
-            let good = &bytes[..e.valid_up_to()];
-            let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
-            let line_start = good.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-            // `good` is valid UTF-8, so this cannot fail; fall back to bytes anyway.
-            let col =
-                std::str::from_utf8(&good[line_start..]).map_or(good.len() - line_start, |s| s.chars().count()) + 1;
-            let byte = bytes.get(e.valid_up_to()).copied().unwrap_or(0);
-            Err(InputError::new(
-                Location::at(file, line, Some(col)),
-                format!("not UTF-8 text (invalid byte 0x{byte:02X}): expected a UTF-8 encoded diff"),
-            ))
-        }
+        Err(_) => parse_marking(file, &String::from_utf8_lossy(bytes), &invalid_lines(bytes)),
     }
+}
+
+/// The 1-based lines of `bytes` that are not UTF-8, each with its first invalid byte.
+fn invalid_lines(bytes: &[u8]) -> Vec<(usize, u8)> {
+    bytes
+        .split(|&b| b == b'\n')
+        .enumerate()
+        .filter_map(|(i, l)| match std::str::from_utf8(l) {
+            Ok(_) => None,
+            Err(e) => Some((i + 1, l[e.valid_up_to()])),
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------
@@ -707,6 +727,7 @@ fn build_file(file: &str, text: &str, s: &Section) -> Result<FileChange, InputEr
         status,
         binary,
         lines_known: true,
+        unreadable: None,
         added,
         deletions,
         removed,
@@ -776,6 +797,7 @@ fn plain_binary(l: &str) -> Result<FileChange, String> {
         status,
         binary: true,
         lines_known: true,
+        unreadable: None,
         added: Vec::new(),
         deletions: Vec::new(),
         removed: Vec::new(),
@@ -1302,16 +1324,38 @@ Binary files base/img.png and head/img.png differ\n";
     }
 
     #[test]
-    fn non_utf8_is_rejected_with_its_line() {
-        let mut bytes = corpus_file("multi_hunk.diff").into_bytes();
-        // Line 9 is `+value_03 = 300  # changed`; make its `3` a Latin-1 byte.
-        let at = bytes.windows(4).position(|w| w == b"+val").unwrap() + 10;
-        bytes[at] = 0xE9;
-        let e = parse_unified_bytes("bad.diff", &bytes).unwrap_err();
-        assert_eq!((e.location.line, e.location.column), (Some(9), Some(11)), "{e}");
-        assert!(e.message.contains("not UTF-8"), "{e}");
+    fn a_non_utf8_file_is_unreadable_and_the_rest_is_read_exactly() {
+        let good = corpus_file("combined.diff");
+        let exact = parse_unified("c.diff", &good).unwrap();
+        // A Latin-1 file appended: `café` with `é` as the single byte 0xE9.
+        let mut bytes = good.clone().into_bytes();
+        let latin1_at = good.lines().count() + 7;
+        bytes.extend_from_slice(b"diff --git a/src/legacy.py b/src/legacy.py\nindex 1111111..2222222 100644\n--- a/src/legacy.py\n+++ b/src/legacy.py\n@@ -1,2 +1,2 @@\n-name = 'cafe'\n+name = 'caf\xe9'\n x = 1\n");
+        let p = parse_unified_bytes("c.diff", &bytes).unwrap();
+        assert_eq!(
+            p.files[..exact.files.len()],
+            exact.files[..],
+            "the other files are read exactly"
+        );
+        let f = p.files.last().unwrap();
+        assert_eq!(f.path, "src/legacy.py");
+        assert_eq!(f.added[0].text, "name = 'caf\u{fffd}'", "decoded lossily for display");
+        let why = f.unreadable.as_deref().unwrap();
+        assert!(why.contains(&format!("0xE9 at c.diff:{latin1_at}")), "{why}");
+        assert!(p.files[..exact.files.len()].iter().all(|f| f.unreadable.is_none()));
+
+        // An invalid byte in a file's header makes that file unreadable too (its path is lossy).
+        let p = parse_unified_bytes(
+            "h.diff",
+            b"diff --git a/caf\xe9.py b/caf\xe9.py\n--- a/caf\xe9.py\n+++ b/caf\xe9.py\n@@ -1 +1 @@\n-a\n+b\n",
+        )
+        .unwrap();
+        assert_eq!(p.files[0].path, "caf\u{fffd}.py");
+        assert!(p.files[0].unreadable.as_deref().unwrap().contains("h.diff:1"));
+
+        // Outside any file the scanner accepts nothing: unusable input, with the line.
         let e = parse_unified_bytes("bad.diff", b"\xff").unwrap_err();
-        assert_eq!((e.location.line, e.location.column), (Some(1), Some(1)));
+        assert_eq!(e.location.line, Some(1), "{e}");
     }
 
     /// A unified diff built from an edit script, with its true answer.

@@ -29,6 +29,7 @@ fn file_change(lines: &[(u32, &str)]) -> FileChange {
         status: FileStatus::Modified,
         binary: false,
         lines_known: true,
+        unreadable: None,
         added: lines
             .iter()
             .map(|(l, t)| AddedLine {
@@ -897,4 +898,40 @@ fn a_continuation_line_is_judged_as_its_statement_with_the_head_source() {
     let r = c.run();
     assert_eq!(r.codes(), ["all_stable"], "{:#?}", r.reasons);
     assert_eq!(r.files[0].stable_lines, vec![11]);
+}
+
+/// A file whose diff text is not UTF-8 is blind with its reason (its lines were decoded
+/// lossily, for display); documentation needs no evidence whatever its bytes; the rest of the
+/// patch is judged as usual.
+#[test]
+fn an_unreadable_file_is_blind_and_the_rest_is_judged() {
+    let mut c = Case::new(&[(10, "a")], coverage(&[(10, &[(STABLE, RUN)])], &[]));
+    let why = "not UTF-8 text (invalid byte 0xE9 at pr.diff:7): its lines are shown decoded lossily";
+    let mut code = file_change(&[(1, "name = 'caf\u{fffd}'")]);
+    code.path = "src/shop/legacy.py".into();
+    code.unreadable = Some(why.into());
+    let mut test = file_change(&[(1, "    assert name == 'caf\u{fffd}'")]);
+    test.path = "tests/test_legacy.py".into();
+    test.unreadable = Some(why.into());
+    let mut doc = file_change(&[(1, "caf\u{fffd}")]);
+    doc.path = "docs/guide.md".into();
+    doc.unreadable = Some(why.into());
+    c.patch.files.extend([code, test, doc]);
+    let r = c.run();
+    let ev: Vec<_> = r
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f.evidence, f.blind_reason.as_deref()))
+        .collect();
+    assert_eq!(
+        ev,
+        vec![
+            (FILE, FileEvidence::Measured, None),
+            ("src/shop/legacy.py", FileEvidence::Blind, Some(why)),
+            ("tests/test_legacy.py", FileEvidence::Blind, Some(why)),
+            ("docs/guide.md", FileEvidence::NotNeeded, None),
+        ]
+    );
+    assert_eq!(r.verdict, Verdict::PassWithCaveat);
+    assert_eq!(r.codes(), ["blind_lines"]);
 }

@@ -501,7 +501,43 @@ fn check_body(req: &Request, method: &str, template: &str) -> Result<(), String>
     }
     let body: Value = serde_json::from_slice(&req.body).map_err(|e| format!("body is not JSON: {e}"))?;
     validate_request_body(method, template, &body)
-        .map_err(|e| format!("body fails the {method} {template} schema: {e}"))
+        .map_err(|e| format!("body fails the {method} {template} schema: {e}"))?;
+    github_limits(template, &body).map_err(|e| format!("{method} {template}: over GitHub's limits: {e}"))
+}
+
+/// GitHub's limits that the OpenAPI description states only in prose, or in characters where
+/// GitHub counts bytes: summary and text ≤ 65,535 bytes; per annotation `message` and
+/// `raw_details` ≤ 64 KiB, `title` ≤ 255 characters; a comment ≤ 65,536 characters.
+pub fn github_limits(template: &str, body: &Value) -> Result<(), String> {
+    let bytes = |v: &Value| v.as_str().map_or(0, str::len);
+    let chars = |v: &Value| v.as_str().map_or(0, |s| s.chars().count());
+    let mut problems = Vec::new();
+    if template.contains("/check-runs") {
+        let out = &body["output"];
+        for field in ["summary", "text"] {
+            if bytes(&out[field]) > 65_535 {
+                problems.push(format!("output.{field} is {} bytes", bytes(&out[field])));
+            }
+        }
+        for (i, a) in out["annotations"].as_array().into_iter().flatten().enumerate() {
+            for field in ["message", "raw_details"] {
+                if bytes(&a[field]) > 64 * 1024 {
+                    problems.push(format!("annotations[{i}].{field} is {} bytes", bytes(&a[field])));
+                }
+            }
+            if chars(&a["title"]) > 255 {
+                problems.push(format!("annotations[{i}].title is {} characters", chars(&a["title"])));
+            }
+        }
+    }
+    if template.contains("/comments") && chars(&body["body"]) > 65_536 {
+        problems.push(format!("comment body is {} characters", chars(&body["body"])));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
 }
 
 /// `components/examples/<name>.value` from the subset: GitHub's own example answer.

@@ -91,6 +91,8 @@ pub struct PullState {
     pub base_sha: String,
     pub head_sha: String,
     pub diff: String,
+    /// What the diff media type serves: `diff`'s bytes, unless a test set others (not UTF-8).
+    pub diff_bytes: Vec<u8>,
     pub too_large: bool,
     pub state: String,
     pub base_ref: String,
@@ -213,11 +215,20 @@ impl FakeRepo {
                 base_sha: base_sha.to_owned(),
                 head_sha: head_sha.to_owned(),
                 diff: diff.to_owned(),
+                diff_bytes: diff.as_bytes().to_vec(),
                 too_large,
                 state: "open".to_owned(),
                 base_ref,
             },
         );
+    }
+
+    /// Pull request `number`'s diff (diff media type) is these bytes, which need not be UTF-8
+    /// (a Latin-1 file in the pull request); the files listing stays derived from `add_pull`'s.
+    pub fn set_diff_bytes(&self, number: u64, bytes: &[u8]) {
+        if let Some(p) = self.st().pulls.get_mut(&number) {
+            p.diff_bytes = bytes.to_vec();
+        }
     }
 
     /// Close (or reopen with `"open"`) pull request `number`.
@@ -507,7 +518,7 @@ impl FakeRepo {
                             "documentation_url": "https://docs.github.com/rest/pulls/pulls#list-pull-requests-files",
                         }));
                     }
-                    return ResponseTemplate::new(200).set_body_raw(p.diff.clone().into_bytes(), "text/x-diff");
+                    return ResponseTemplate::new(200).set_body_raw(p.diff_bytes.clone(), "text/x-diff");
                 }
                 ResponseTemplate::new(200).set_body_json(self.pull_json(p))
             }

@@ -1,0 +1,389 @@
+//! Untrusted text made inert for what flakegate shows people: the markdown GitHub renders
+//! (check-run summary, pull-request comment) and the terminal.
+//!
+//! Test node ids, file paths, diff text quoted in a reason, ledger fields and error messages
+//! all come, one way or another, from the pull request under review, which may be hostile. A
+//! string from there must never end a code span, open an HTML tag or comment, start a heading,
+//! forge a table row, @-mention anyone or reference an issue. Three shapes:
+//!
+//! - [`one_line`]: line breaks and control characters (ANSI escapes, bidi overrides, line and
+//!   paragraph separators) replaced, at most a number of characters with a marker after;
+//!   enough for a terminal and for GitHub's plain-text fields (titles, annotations).
+//! - [`text`]: [`one_line`], then markdown-inert: `<`, `>`, `&` as HTML entities, markdown
+//!   punctuation backslash-escaped, a U+2060 WORD JOINER after `@` (no mention), after a
+//!   `#` that precedes a word (no issue reference) and inside `://` and `www.` (no link).
+//! - [`code`] / [`code_cell`] / [`code_block`]: a code span (block) whose backtick fence is
+//!   longer than any backtick run inside, so nothing inside can close it.
+//!
+//! [`cap_bytes`] cuts text to a byte budget at a character boundary, with a marker.
+
+use std::fmt::Write as _;
+
+/// Characters of one untrusted string kept in prose ([`text`], [`one_line_default`]).
+pub const TEXT_MAX_CHARS: usize = 1000;
+/// Characters of one untrusted string kept in a code span ([`code`], [`code_cell`]).
+pub const CODE_MAX_CHARS: usize = 300;
+/// Lines kept of a [`code_block`].
+pub const BLOCK_MAX_LINES: usize = 40;
+
+/// Replaces a line break (so the text stays on one line, visibly).
+const LINE_BREAK: char = '⏎';
+/// Replaces any other control character.
+const REPLACEMENT: char = '\u{fffd}';
+/// After `@` and a word-leading `#`: GitHub links neither across it.
+const WORD_JOINER: char = '\u{2060}';
+
+fn is_line_break(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | '\r' | '\u{0b}' | '\u{0c}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+    )
+}
+
+/// Control characters other than line breaks, and the invisible format characters that
+/// reorder or hide text (bidi embeddings, overrides and isolates, zero-width characters).
+fn is_hidden(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{206f}' | '\u{feff}')
+}
+
+/// `s` on one line: line breaks become `⏎`, tabs a space, other control and hidden format
+/// characters U+FFFD; at most `max` characters of `s`, then `… (N more characters)`.
+pub fn one_line(s: &str, max: usize) -> String {
+    let mut out = String::with_capacity(s.len().min(max * 4 + 32));
+    let mut chars = s.chars();
+    for (kept, c) in chars.by_ref().enumerate() {
+        if kept == max {
+            let rest = 1 + chars.count();
+            let _ = write!(out, "… ({rest} more characters)");
+            return out;
+        }
+        out.push(if c == '\t' {
+            ' '
+        } else if is_line_break(c) {
+            LINE_BREAK
+        } else if is_hidden(c) {
+            REPLACEMENT
+        } else {
+            c
+        });
+    }
+    out
+}
+
+/// [`one_line`] at [`TEXT_MAX_CHARS`]: for a terminal.
+pub fn one_line_default(s: &str) -> String {
+    one_line(s, TEXT_MAX_CHARS)
+}
+
+/// Punctuation that means something to GitHub's markdown anywhere in a line.
+fn always_escaped(c: char) -> bool {
+    matches!(c, '\\' | '`' | '*' | '[' | ']' | '|' | '~' | '$' | '#' | '!')
+}
+
+/// `s` as inert markdown prose on one line (see the module doc), at most
+/// [`TEXT_MAX_CHARS`] characters of `s`.
+pub fn text(s: &str) -> String {
+    let line = one_line(s, TEXT_MAX_CHARS);
+    let chars: Vec<char> = line.chars().collect();
+    let mut out = String::with_capacity(line.len() + line.len() / 4);
+    let mut skip = 0;
+    for (i, &c) in chars.iter().enumerate() {
+        if skip > 0 {
+            skip -= 1;
+            continue;
+        }
+        let prev = i.checked_sub(1).map(|j| chars[j]);
+        let next = chars.get(i + 1).copied();
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '@' => {
+                out.push('@');
+                out.push(WORD_JOINER);
+            }
+            '#' => {
+                out.push_str("\\#");
+                if next.is_some_and(|n| n.is_alphanumeric()) {
+                    out.push(WORD_JOINER);
+                }
+            }
+            // `_` emphasises only next to a non-word character: `test_foo` stays readable.
+            '_' => {
+                let word = |x: Option<char>| x.is_some_and(|x| x.is_alphanumeric());
+                if !(word(prev) && word(next)) {
+                    out.push('\\');
+                }
+                out.push('_');
+            }
+            // No autolink to a site the pull request names: `https:⁠//…`, `www⁠.…`.
+            ':' if line[byte_at(&chars, i)..].starts_with("://") => {
+                out.push(':');
+                out.push(WORD_JOINER);
+            }
+            'w' | 'W'
+                if next.is_some_and(|n| n.eq_ignore_ascii_case(&'w'))
+                    && line[byte_at(&chars, i)..].to_ascii_lowercase().starts_with("www.")
+                    && !prev.is_some_and(|p| p.is_alphanumeric()) =>
+            {
+                out.push_str(&line[byte_at(&chars, i)..byte_at(&chars, i) + 3]);
+                out.push(WORD_JOINER);
+                skip = 2;
+            }
+            // A list item, block quote or setext underline can only start a line.
+            '-' | '+' | '=' if i == 0 => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if always_escaped(c) => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The byte offset of `chars[i]` in the string they were taken from.
+fn byte_at(chars: &[char], i: usize) -> usize {
+    chars[..i].iter().map(|c| c.len_utf8()).sum()
+}
+
+/// The longest run of backticks in `s`.
+fn longest_backtick_run(s: &str) -> usize {
+    s.split(|c| c != '`').map(str::len).max().unwrap_or(0)
+}
+
+fn fenced(inner: &str) -> String {
+    if inner.is_empty() {
+        return "` `".to_string();
+    }
+    let fence = "`".repeat(longest_backtick_run(inner) + 1);
+    // A backtick or a space at either end would touch the fence or be stripped: one space on
+    // each side is stripped by the renderer, leaving `inner` exactly.
+    let pad = (inner.starts_with(['`', ' ']) || inner.ends_with(['`', ' '])) && !inner.trim_matches(' ').is_empty();
+    if pad {
+        format!("{fence} {inner} {fence}")
+    } else {
+        format!("{fence}{inner}{fence}")
+    }
+}
+
+/// `s` as an inline code span nothing inside can end, on one line, at most
+/// [`CODE_MAX_CHARS`] characters of `s`. HTML and mentions are inert inside code.
+pub fn code(s: &str) -> String {
+    fenced(&one_line(s, CODE_MAX_CHARS))
+}
+
+/// [`code`] for a table cell: `|` escaped too (a table splits cells before it reads code spans).
+pub fn code_cell(s: &str) -> String {
+    code(s).replace('|', "\\|")
+}
+
+/// `s` (several lines) as a fenced code block nothing inside can end: each line made
+/// [`one_line`], at most [`BLOCK_MAX_LINES`] lines, then a line saying how many were left out.
+pub fn code_block(s: &str) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    let mut body: Vec<String> = lines
+        .iter()
+        .take(BLOCK_MAX_LINES)
+        .map(|l| one_line(l, TEXT_MAX_CHARS))
+        .collect();
+    if lines.len() > BLOCK_MAX_LINES {
+        body.push(format!("… ({} more lines)", lines.len() - BLOCK_MAX_LINES));
+    }
+    let inner = body.join("\n");
+    let fence = "`".repeat(longest_backtick_run(&inner).max(2) + 1);
+    format!("{fence}text\n{inner}\n{fence}")
+}
+
+/// `s` cut to at most `max` bytes at a character boundary, `marker` appended when cut (the
+/// result with the marker is within `max`; a marker longer than `max` is itself cut).
+pub fn cap_bytes(s: &str, max: usize, marker: &str) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let marker = floor(marker, max);
+    let keep = floor(s, max - marker.len());
+    format!("{keep}{marker}")
+}
+
+/// The longest prefix of `s` of at most `max` bytes ending on a character boundary.
+fn floor(s: &str, max: usize) -> &str {
+    let mut cut = max.min(s.len());
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &s[..cut]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn one_line_replaces_breaks_and_controls_and_caps() {
+        let cases = [
+            ("a\nb", "a⏎b"),
+            ("a\r\n## PASS", "a⏎⏎## PASS"),
+            ("\u{1b}[31mred", "\u{fffd}[31mred"),
+            ("tab\there", "tab here"),
+            ("rtl\u{202e}txt.exe", "rtl\u{fffd}txt.exe"),
+            ("line\u{2028}sep", "line⏎sep"),
+            ("plain é ✓", "plain é ✓"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(one_line(input, 100), want, "{input:?}");
+        }
+        assert_eq!(one_line("abcdef", 3), "abc… (3 more characters)");
+        assert_eq!(one_line("abc", 3), "abc");
+        assert_eq!(one_line(&"é".repeat(5), 2), "éé… (3 more characters)");
+    }
+
+    #[test]
+    fn text_is_inert_markdown() {
+        let cases = [
+            ("@octocat", "@\u{2060}octocat"),
+            ("cc @acme/everyone", "cc @\u{2060}acme/everyone"),
+            ("<img src=x onerror=y>", "&lt;img src=x onerror=y&gt;"),
+            ("<!-- hide", "&lt;\\!-- hide"),
+            ("a & b", "a &amp; b"),
+            ("`code` *b* [l](u)", "\\`code\\` \\*b\\* \\[l\\](u)"),
+            ("x | y", "x \\| y"),
+            ("see #12", "see \\#\u{2060}12"),
+            ("# heading", "\\# heading"),
+            ("- item", "\\- item"),
+            ("a - b", "a - b"),
+            ("~~s~~ $x$", "\\~\\~s\\~\\~ \\$x\\$"),
+            ("back\\slash", "back\\\\slash"),
+            ("tests/test_cart.py::test_total", "tests/test_cart.py::test_total"),
+            ("__init__.py", "\\_\\_init\\_\\_.py"),
+            ("PASS_WITH_CAVEAT", "PASS_WITH_CAVEAT"),
+            ("x\n## ✅ PASS", "x⏎\\#\\# ✅ PASS"),
+            ("see https://evil.example/x", "see https:\u{2060}//evil.example/x"),
+            ("at WWW.evil.example", "at WWW\u{2060}.evil.example"),
+            ("a:b wwwx", "a:b wwwx"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(text(input), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn code_spans_cannot_be_closed_from_inside() {
+        let cases = [
+            ("plain", "`plain`"),
+            ("a`b", "``a`b``"),
+            ("x``y", "```x``y```"),
+            ("`start", "`` `start ``"),
+            ("end`", "`` end` ``"),
+            (" lead", "` ␠lead `"),
+            ("", "` `"),
+            ("a\nb", "`a⏎b`"),
+            ("<img src=x> @me", "`<img src=x> @me`"),
+        ];
+        for (input, want) in cases {
+            let want = want.replace('␠', " ");
+            assert_eq!(code(input), want, "{input:?}");
+        }
+        assert_eq!(code_cell("a|b"), "`a\\|b`");
+        let long = code(&"x".repeat(1000));
+        assert!(long.contains("… (700 more characters)"), "{long}");
+    }
+
+    #[test]
+    fn code_blocks_are_fenced_past_any_run_inside() {
+        let b = code_block("line one\n```\nbreak out\n````");
+        assert!(b.starts_with("`````text\n"), "{b}");
+        assert!(b.ends_with("\n`````"), "{b}");
+        let many: String = (0..100).map(|i| format!("l{i}\n")).collect();
+        let b = code_block(&many);
+        assert!(b.contains("… (60 more lines)"), "{b}");
+        assert!(b.starts_with("```text\n"), "{b}");
+    }
+
+    #[test]
+    fn cap_bytes_cuts_on_a_char_boundary() {
+        assert_eq!(cap_bytes("short", 10, "…"), "short");
+        let s = "é".repeat(100);
+        let cut = cap_bytes(&s, 51, " [cut]");
+        assert!(cut.len() <= 51, "{}", cut.len());
+        assert!(cut.ends_with(" [cut]"));
+        assert_eq!(cap_bytes("abcdef", 2, "[long marker]"), "[l");
+    }
+
+    /// A minimal reading of an inline code span: starting at the first backtick run, the span
+    /// closes at the next run of the same length. Returns the content and what follows.
+    fn read_span(s: &str) -> Option<(String, String)> {
+        let open = s.find('`')?;
+        let n = s[open..].chars().take_while(|&c| c == '`').count();
+        let rest = &s[open + n..];
+        let mut i = 0;
+        let b = rest.as_bytes();
+        while i < b.len() {
+            if b[i] == b'`' {
+                let run = b[i..].iter().take_while(|&&c| c == b'`').count();
+                if run == n {
+                    let inner = &rest[..i];
+                    let inner =
+                        if inner.len() >= 2 && inner.starts_with(' ') && inner.ends_with(' ') && inner.trim() != "" {
+                            &inner[1..inner.len() - 1]
+                        } else {
+                            inner
+                        };
+                    return Some((inner.to_string(), rest[i + run..].to_string()));
+                }
+                i += run;
+            } else {
+                i += 1;
+            }
+        }
+        None
+    }
+
+    proptest! {
+        #[test]
+        fn text_never_leaves_anything_live(s in any::<String>()) {
+            let t = text(&s);
+            prop_assert!(!t.contains('\n') && !t.contains('\r'));
+            prop_assert!(!t.contains('<') && !t.contains('>'));
+            // Every `@` is followed by the word joiner; every `#` is escaped.
+            for (i, _) in t.match_indices('@') {
+                prop_assert!(t[i + 1..].starts_with(WORD_JOINER), "{t:?}");
+            }
+            for (i, _) in t.match_indices('#') {
+                prop_assert!(i > 0 && t.as_bytes()[i - 1] == b'\\', "{t:?}");
+            }
+            // Every backtick, pipe and bracket is escaped by an odd run of backslashes.
+            let b: Vec<char> = t.chars().collect();
+            for (i, &c) in b.iter().enumerate() {
+                if matches!(c, '`' | '|' | '[' | ']' | '*') {
+                    let slashes = b[..i].iter().rev().take_while(|&&x| x == '\\').count();
+                    prop_assert!(slashes % 2 == 1, "{c} unescaped in {t:?}");
+                }
+            }
+            prop_assert!(t.chars().count() <= 5 * (TEXT_MAX_CHARS + 40));
+        }
+
+        #[test]
+        fn code_is_one_span_holding_the_line(s in "[a-z` |@<>\n]{0,40}") {
+            let c = code(&s);
+            prop_assert!(!c.contains('\n'));
+            let (inner, after) = read_span(&c).expect("the span closes");
+            prop_assert_eq!(after, "", "nothing after the span: {:?}", c);
+            let want = if s.is_empty() { " ".to_string() } else { one_line(&s, CODE_MAX_CHARS) };
+            prop_assert_eq!(inner, want);
+        }
+
+        #[test]
+        fn one_line_and_cap_never_panic(s in any::<String>(), max in 0usize..64) {
+            let l = one_line(&s, max);
+            prop_assert!(!l.chars().any(|c| is_line_break(c) || (c.is_control())));
+            let c = cap_bytes(&s, max, "…");
+            prop_assert!(c.len() <= max || c == s);
+        }
+    }
+}
