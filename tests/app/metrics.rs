@@ -269,3 +269,21 @@ fn the_readme_lists_every_metric_with_its_type() {
         .collect();
     assert_eq!(listed, declared, "README.md's metrics table against the exposition");
 }
+
+/// A store that cannot be read leaves the job gauges out (never zeros that look healthy) and
+/// counts the failed scrape; the counters are still served.
+#[tokio::test]
+async fn an_unreadable_store_leaves_the_gauges_out_and_is_counted() {
+    use sqlx::Connection as _;
+    let app = App::start(RetryPolicy::default()).await;
+    assert_eq!(value(&scrape(&app).await, "flakegate_store_errors_total"), 0.0);
+    let mut conn = sqlx::SqliteConnection::connect(&app.db_url).await.unwrap();
+    sqlx::raw_sql("ALTER TABLE jobs RENAME TO jobs_gone")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let m = scrape(&app).await;
+    assert!(!m.keys().any(|k| k.starts_with("flakegate_jobs{")), "{m:#?}");
+    assert_eq!(value(&m, "flakegate_store_errors_total"), 1.0);
+    assert_eq!(value(&m, "flakegate_job_latency_seconds_count"), 0.0);
+}
