@@ -14,13 +14,14 @@
 //!   GitHub and on a terminal), [`github`] (events, types, client), [`store`] (the
 //!   durable job queue), `probe` (running a suite K times), `app_config`;
 //! - **the gate** — [`gate`]: pure decision logic, plain data in, a `Report` out;
-//! - **leaves** — [`runtime`] (clock, shutdown).
+//! - **leaves** — [`runtime`] (clock, shutdown), [`metrics`] (what `/metrics` shows).
 
 pub(crate) mod app_config;
 pub mod cli;
 pub mod evidence;
 pub mod gate;
 pub mod github;
+pub mod metrics;
 pub(crate) mod probe;
 pub mod publish;
 pub(crate) mod render;

@@ -4,6 +4,7 @@
 
 use crate::app_config::AppConfig;
 use crate::github::{AppCredentials, AppId, GithubApp};
+use crate::metrics::Metrics;
 use crate::server;
 use crate::store::{RetryPolicy, Store};
 use crate::worker::{Worker, WorkerConfig};
@@ -15,13 +16,7 @@ use std::sync::Arc;
 /// `flakegate serve`: configuration from the environment, the store, the GitHub client,
 /// the worker and the server.
 pub fn run() -> anyhow::Result<i32> {
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .try_init();
+    init_logging(std::env::var("FLAKEGATE_LOG_FORMAT").ok().as_deref())?;
     let config = AppConfig::from_env(|k| std::env::var(k).ok())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -33,10 +28,37 @@ pub fn run() -> anyhow::Result<i32> {
             .context("opening the store (DATABASE_URL)")?;
         let credentials = AppCredentials::from_pem(AppId(config.app_id), config.private_key.expose_secret().as_bytes())
             .context("FLAKEGATE_PRIVATE_KEY")?;
-        let github = GithubApp::new(&config.github_api_url, credentials).context("FLAKEGATE_GITHUB_API_URL")?;
+        // One set of counters for the server, the worker and the GitHub client (`/metrics`).
+        let metrics = Arc::new(Metrics::default());
+        let github = GithubApp::new(&config.github_api_url, credentials)
+            .context("FLAKEGATE_GITHUB_API_URL")?
+            .with_metrics(metrics.clone());
         let store = Arc::new(store);
-        let worker = Worker::new(store.clone(), github, WorkerConfig::default(), Arc::new(Utc::now));
-        server::serve(&config, store, Some(worker.into_task())).await
+        let worker = Worker::new(store.clone(), github, WorkerConfig::default(), Arc::new(Utc::now))
+            .with_metrics(metrics.clone());
+        server::serve(&config, store, metrics, Some(worker.into_task())).await
     })?;
     Ok(0)
+}
+
+/// Logs on stderr, filtered by `RUST_LOG` (default `info`): human text by default, or with
+/// `FLAKEGATE_LOG_FORMAT=json` one JSON object a line for log collectors, carrying the current
+/// span's fields (`span`) and every enclosing span's (`spans`) — the delivery's and the job's
+/// repository, pull request and sha.
+fn init_logging(format: Option<&str>) -> anyhow::Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter);
+    match format.map(str::trim).unwrap_or("") {
+        "" | "text" => {
+            let _ = logs.try_init();
+        }
+        "json" => {
+            let _ = logs.json().with_current_span(true).with_span_list(true).try_init();
+        }
+        other => anyhow::bail!("FLAKEGATE_LOG_FORMAT={other:?}: expected text or json"),
+    }
+    Ok(())
 }

@@ -16,6 +16,7 @@ use super::artifact::{extract_zip, ArtifactError, ArtifactLimits};
 use super::auth::AppCredentials;
 use super::error::GithubError;
 use super::types::*;
+use crate::metrics::Metrics;
 
 pub const DEFAULT_API_URL: &str = "https://api.github.com";
 /// The files listing stops at 3000 files; a patch that reaches it is incomplete.
@@ -38,6 +39,8 @@ pub struct GithubApp {
     /// One client per installation, shared: an `Octocrab` clone copies its cached
     /// token, so handing out clones would fetch a token per caller, not per hour.
     installations: Mutex<HashMap<InstallationId, Arc<InstallationClient>>>,
+    /// Calls by status and the rate limit left are counted here (`/metrics`).
+    metrics: Arc<Metrics>,
 }
 
 impl std::fmt::Debug for GithubApp {
@@ -73,7 +76,14 @@ impl GithubApp {
             plain,
             app_id: credentials.app_id,
             installations: Mutex::new(HashMap::new()),
+            metrics: Arc::default(),
         })
+    }
+
+    /// Count calls into `metrics` (the process's, shown on `/metrics`) instead of a private set.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     pub fn app_id(&self) -> AppId {
@@ -94,6 +104,8 @@ impl GithubApp {
             crab,
             plain: self.plain.clone(),
             app_id: self.app_id,
+            installation,
+            metrics: self.metrics.clone(),
         });
         map.insert(installation, client.clone());
         Ok(client)
@@ -106,6 +118,8 @@ pub struct InstallationClient {
     crab: Octocrab,
     plain: Octocrab,
     app_id: AppId,
+    installation: InstallationId,
+    metrics: Arc<Metrics>,
 }
 
 #[derive(Serialize)]
@@ -183,8 +197,21 @@ impl InstallationClient {
             m => unreachable!("method {m}"),
         };
         tracing::debug!(what, method, path, status = ?r.as_ref().map(|r| r.status()).ok(), "github request");
+        self.count(r.as_ref().ok().map(|r| (r.status(), r.headers())));
         r.map(|r| r.map(Body::new))
             .map_err(|e| GithubError::from_octocrab(what, e))
+    }
+
+    /// Count a call by its answer's status (`None`: no answer), and the rate limit GitHub says
+    /// this installation has left.
+    fn count(&self, answer: Option<(StatusCode, &HeaderMap)>) {
+        self.metrics.github_call(answer.map(|(status, _)| status.as_u16()));
+        let remaining = answer
+            .and_then(|(_, h)| h.get("x-ratelimit-remaining"))
+            .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
+        if let Some(n) = remaining {
+            self.metrics.rate_limit_remaining(self.installation.0, n);
+        }
     }
 
     /// Send and require a 2xx; returns the body bytes.
@@ -371,11 +398,9 @@ impl InstallationClient {
                 .to_owned();
             // Not through the installation client: octocrab would prefix a GHES base path
             // (`/api/v3`) to this absolute URL. The plain client has no credentials to leak.
-            self.plain
-                ._get(location.as_str())
-                .await
-                .map_err(|e| GithubError::from_octocrab(what, e))?
-                .map(Body::new)
+            let r = self.plain._get(location.as_str()).await;
+            self.metrics.github_call(r.as_ref().ok().map(|r| r.status().as_u16()));
+            r.map_err(|e| GithubError::from_octocrab(what, e))?.map(Body::new)
         } else {
             resp
         };

@@ -16,40 +16,10 @@ use axum::routing::{get, post};
 use axum::Router;
 use chrono::Utc;
 use secrecy::SecretString;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Webhook delivery counters, shown on `/metrics`.
-#[derive(Debug, Default)]
-pub struct Metrics {
-    pub accepted: AtomicU64,
-    pub ignored: AtomicU64,
-    pub duplicate: AtomicU64,
-    pub rejected: AtomicU64,
-}
-
-impl Metrics {
-    /// Prometheus text exposition format.
-    pub fn render(&self) -> String {
-        let mut out = String::from(
-            "# HELP flakegate_webhook_deliveries_total Webhook deliveries by outcome.\n\
-             # TYPE flakegate_webhook_deliveries_total counter\n",
-        );
-        for (outcome, n) in [
-            ("accepted", &self.accepted),
-            ("ignored", &self.ignored),
-            ("duplicate", &self.duplicate),
-            ("rejected", &self.rejected),
-        ] {
-            out.push_str(&format!(
-                "flakegate_webhook_deliveries_total{{outcome=\"{outcome}\"}} {}\n",
-                n.load(Ordering::Relaxed)
-            ));
-        }
-        out
-    }
-}
+pub use crate::metrics::Metrics;
 
 /// What an unauthenticated client can make the server hold: the body of a webhook is
 /// read before its signature can be checked.
@@ -98,6 +68,7 @@ impl Default for Limits {
 pub struct AppState {
     pub store: Arc<Store>,
     pub secrets: Arc<[SecretString]>,
+    /// Shared with the worker and the GitHub client of the process (`cli::serve` wires them).
     pub metrics: Arc<Metrics>,
     /// Time stamps for new jobs; tests inject a fixed clock.
     pub clock: Clock,
@@ -146,10 +117,20 @@ async fn healthz(State(state): State<AppState>) -> Response {
     }
 }
 
+/// The exposition, with the job gauges read from the store now (left out, and counted in
+/// `flakegate_store_errors_total`, when the store cannot be read).
 async fn metrics(State(state): State<AppState>) -> Response {
+    let jobs = match state.store.job_gauges().await {
+        Ok(g) => Some(g),
+        Err(e) => {
+            tracing::error!("metrics: counting jobs failed: {e:#}");
+            state.metrics.store_error();
+            None
+        }
+    };
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state.metrics.render(),
+        state.metrics.render(jobs),
     )
         .into_response()
 }
@@ -207,25 +188,30 @@ async fn serve_http(listener: tokio::net::TcpListener, state: AppState, shutdown
     graceful.shutdown().await;
 }
 
-/// Bind `config.listen` and serve until SIGTERM or SIGINT.
-pub async fn serve(config: &AppConfig, store: Arc<Store>, worker: Option<Task>) -> anyhow::Result<()> {
+/// Bind `config.listen` and serve until SIGTERM or SIGINT; `metrics` are those the worker and
+/// the GitHub client count into too.
+pub async fn serve(
+    config: &AppConfig,
+    store: Arc<Store>,
+    metrics: Arc<Metrics>,
+    worker: Option<Task>,
+) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding FLAKEGATE_LISTEN={}", config.listen))?;
-    tracing::info!(listen = %config.listen, "serving");
+    let bound = listener
+        .local_addr()
+        .map_or_else(|_| config.listen.to_string(), |a| a.to_string());
+    tracing::info!(listen = %bound, "serving");
     let (trigger, shutdown) = Shutdown::channel();
     tokio::spawn(async move {
         stop_signal().await;
         tracing::info!("shutting down: finishing requests and jobs in flight");
         let _ = trigger.send(true);
     });
-    serve_on(
-        listener,
-        AppState::new(store, config.webhook_secrets.clone()),
-        worker,
-        shutdown,
-    )
-    .await
+    let mut state = AppState::new(store, config.webhook_secrets.clone());
+    state.metrics = metrics;
+    serve_on(listener, state, worker, shutdown).await
 }
 
 async fn stop_signal() {

@@ -9,12 +9,12 @@
 
 use super::AppState;
 use crate::github::event::{Event, EventError};
+use crate::metrics::{event_label, DeliveryOutcome};
 use crate::store::{NewDelivery, Recorded};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use std::sync::atomic::Ordering;
 use tracing::Instrument as _;
 
 /// GitHub caps webhook payloads at 25 MB.
@@ -22,6 +22,21 @@ pub const MAX_BODY: usize = 25 * 1024 * 1024;
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// An unverified header value as a log field: at most 100 characters, control characters
+/// (a forged log line's newline) replaced.
+fn inert(v: &str) -> String {
+    v.chars()
+        .take(100)
+        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+        .collect()
+}
+
+/// The metrics label of the `X-GitHub-Event` header `event`, `signed` or not yet.
+fn label(event: &str, signed: bool) -> String {
+    let known = event == "ping" || Event::accepted().any(|(name, _)| name == event);
+    event_label(event, known, signed)
 }
 
 /// Read the body within the limits, holding its share of the byte budget while it is
@@ -34,8 +49,9 @@ async fn read_body(
     body: Body,
 ) -> Result<(Bytes, tokio::sync::OwnedSemaphorePermit), Response> {
     let limits = &state.limits;
+    let event = header(headers, "x-github-event").unwrap_or("");
     let refuse = |status: StatusCode, why: &'static str| {
-        state.metrics.rejected.fetch_add(1, Ordering::Relaxed);
+        state.metrics.delivery(&label(event, false), DeliveryOutcome::Rejected);
         tracing::warn!(%status, "webhook body refused: {why}");
         Err((status, why).into_response())
     };
@@ -76,51 +92,66 @@ pub(super) async fn handle(State(state): State<AppState>, request: Request) -> R
     };
     let delivery_id = header(&headers, "x-github-delivery").unwrap_or("").to_owned();
     let event = header(&headers, "x-github-event").unwrap_or("").to_owned();
+    // Anyone can send these headers before the signature is checked: logged inert.
     let span = tracing::info_span!(
         "delivery",
-        delivery_id = %delivery_id,
-        event = %event,
-        repository = tracing::field::Empty
+        delivery_id = %inert(&delivery_id),
+        event = %inert(&event),
+        action = tracing::field::Empty,
+        repository = tracing::field::Empty,
+        pull_request = tracing::field::Empty,
+        sha = tracing::field::Empty,
     );
     async move {
+        let count = |signed: bool, outcome: DeliveryOutcome| m.delivery(&label(&event, signed), outcome);
         if !super::signature::verify(&state.secrets, header(&headers, "x-hub-signature-256"), &body) {
-            m.rejected.fetch_add(1, Ordering::Relaxed);
+            count(false, DeliveryOutcome::Rejected);
             tracing::warn!(
                 "webhook signature missing or wrong: check FLAKEGATE_WEBHOOK_SECRET matches the App's webhook secret"
             );
             return (StatusCode::UNAUTHORIZED, "bad signature").into_response();
         }
         if delivery_id.is_empty() || event.is_empty() {
-            m.rejected.fetch_add(1, Ordering::Relaxed);
+            count(true, DeliveryOutcome::Rejected);
             return (StatusCode::BAD_REQUEST, "missing X-GitHub-Delivery or X-GitHub-Event").into_response();
         }
         if event == "ping" {
-            m.ignored.fetch_add(1, Ordering::Relaxed);
+            count(true, DeliveryOutcome::Ignored);
             tracing::info!("ping");
             return (StatusCode::OK, "pong").into_response();
         }
         let parsed = match Event::parse(&event, &body) {
             Ok(d) => d,
             Err(e @ EventError::NotJson(_)) => {
-                m.rejected.fetch_add(1, Ordering::Relaxed);
+                count(true, DeliveryOutcome::Rejected);
                 tracing::warn!("webhook {e}");
                 return (StatusCode::BAD_REQUEST, "payload is not JSON").into_response();
             }
             Err(e) => {
-                m.rejected.fetch_add(1, Ordering::Relaxed);
+                count(true, DeliveryOutcome::Rejected);
                 tracing::warn!("webhook payload rejected: {e}");
                 return (StatusCode::BAD_REQUEST, "payload is not a valid event of its kind").into_response();
             }
         };
+        let span = tracing::Span::current();
         if let Some(repo) = &parsed.repo {
-            tracing::Span::current().record("repository", repo.as_str());
+            span.record("repository", repo.as_str());
+        }
+        if let Some(action) = &parsed.action {
+            span.record("action", action.as_str());
         }
         let Some(accepted) = &parsed.event else {
-            m.ignored.fetch_add(1, Ordering::Relaxed);
+            count(true, DeliveryOutcome::Ignored);
             tracing::debug!(action = ?parsed.action, "ignored");
             return (StatusCode::OK, "ignored").into_response();
         };
         let facts = accepted.facts();
+        if let Some(pr) = facts.pr {
+            span.record("pull_request", pr);
+        }
+        if let Some(sha) = &facts.head_sha {
+            span.record("sha", sha.as_str());
+        }
         let delivery = NewDelivery {
             delivery_id: delivery_id.clone(),
             event: event.clone(),
@@ -133,18 +164,19 @@ pub(super) async fn handle(State(state): State<AppState>, request: Request) -> R
         };
         match state.store.record_delivery(&delivery, (state.clock)()).await {
             Ok(Recorded::Inserted(job)) => {
-                m.accepted.fetch_add(1, Ordering::Relaxed);
+                count(true, DeliveryOutcome::Accepted);
                 tracing::info!(%job, "queued");
                 // Older heads are superseded by the worker once GitHub confirms the pull
                 // request's current head: deliveries can arrive out of order.
                 (StatusCode::ACCEPTED, "queued").into_response()
             }
             Ok(Recorded::Duplicate) => {
-                m.duplicate.fetch_add(1, Ordering::Relaxed);
+                count(true, DeliveryOutcome::Duplicate);
                 tracing::info!("duplicate delivery");
                 (StatusCode::OK, "duplicate").into_response()
             }
             Err(e) => {
+                count(true, DeliveryOutcome::Error);
                 // 500 lets GitHub's redelivery (or an operator) try again.
                 tracing::error!("storing the delivery failed: {e:#}");
                 (StatusCode::INTERNAL_SERVER_ERROR, "store unavailable").into_response()
@@ -153,4 +185,24 @@ pub(super) async fn handle(State(state): State<AppState>, request: Request) -> R
     }
     .instrument(span)
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unverified_headers_are_logged_short_and_on_one_line() {
+        assert_eq!(inert("abc-123"), "abc-123");
+        assert_eq!(inert("a\nINFO forged\r\t"), "a\u{fffd}INFO forged\u{fffd}\u{fffd}");
+        assert_eq!(inert(&"x".repeat(5000)).chars().count(), 100);
+    }
+
+    #[test]
+    fn only_known_or_signed_event_names_are_labels() {
+        assert_eq!(label("workflow_run", false), "workflow_run");
+        assert_eq!(label("ping", false), "ping");
+        assert_eq!(label("push", false), "other");
+        assert_eq!(label("push", true), "push");
+    }
 }

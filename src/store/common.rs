@@ -4,6 +4,26 @@
 
 macro_rules! common_store_methods {
     () => {
+        pub(super) async fn job_gauges(&self) -> anyhow::Result<crate::metrics::JobGauges> {
+            let rows: Vec<(String, i64, i64)> = sqlx::query_as::<Db, _>(sql::JOB_GAUGES)
+                .fetch_all(&self.pool)
+                .await
+                .context("counting jobs")?;
+            let mut g = crate::metrics::JobGauges::default();
+            for (state, n, failed) in rows {
+                let (n, failed) = (n.max(0) as u64, failed.max(0) as u64);
+                match state.as_str() {
+                    "queued" => {
+                        g.queued = n - failed.min(n);
+                        g.failed = failed.min(n);
+                    }
+                    "running" => g.running = n,
+                    _ => g.dead = n,
+                }
+            }
+            Ok(g)
+        }
+
         pub(super) async fn ping(&self) -> anyhow::Result<()> {
             sqlx::query("SELECT 1").execute(&self.pool).await?;
             Ok(())

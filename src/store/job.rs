@@ -88,6 +88,8 @@ pub struct Job {
     pub next_attempt_at: DateTime<Utc>,
     pub lease_owner: Option<String>,
     pub last_error: Option<String>,
+    /// When the delivery was recorded (an evidence deadline: when it comes due).
+    pub created_at: DateTime<Utc>,
 }
 
 /// What `fail` did with the job.
@@ -200,7 +202,7 @@ pub(crate) fn duration_ms(d: Duration) -> i64 {
 
 /// Columns of `jobs` in the order `JobRow` reads them.
 pub(crate) const JOB_COLUMNS: &str = "id, delivery_id, event, action, repo, pr, head_sha, payload, state, attempts, \
-                                      next_attempt_at, lease_owner, last_error";
+                                      next_attempt_at, lease_owner, last_error, created_at";
 
 /// A `jobs` row as both backends decode it.
 pub(crate) type JobRow = (
@@ -217,11 +219,26 @@ pub(crate) type JobRow = (
     i64,
     Option<String>,
     Option<String>,
+    i64,
 );
 
 pub(crate) fn job_from_row(r: JobRow) -> anyhow::Result<Job> {
-    let (id, delivery_id, event, action, repo, pr, head_sha, payload, state, attempts, next, lease_owner, last_error) =
-        r;
+    let (
+        id,
+        delivery_id,
+        event,
+        action,
+        repo,
+        pr,
+        head_sha,
+        payload,
+        state,
+        attempts,
+        next,
+        lease_owner,
+        last_error,
+        created_at,
+    ) = r;
     Ok(Job {
         id: JobId(id),
         delivery_id,
@@ -236,6 +253,7 @@ pub(crate) fn job_from_row(r: JobRow) -> anyhow::Result<Job> {
         next_attempt_at: from_millis(next)?,
         lease_owner,
         last_error,
+        created_at: from_millis(created_at)?,
     })
 }
 
@@ -285,6 +303,11 @@ pub(crate) mod sql {
     pub const SET_EVIDENCE_RUN: &str = "INSERT INTO evidence_runs (repo, head_sha, run_id, workflow_path) VALUES ($1, \
                                         $2, $3, $4) ON CONFLICT (repo, head_sha) DO UPDATE SET run_id = \
                                         excluded.run_id, workflow_path = excluded.workflow_path";
+    /// Jobs not done by state, for `/metrics`: `queued` (with how many of them failed an attempt
+    /// before) and the rest. Done and superseded jobs, nearly all of the table, are not
+    /// visited: the `jobs_due` index starts with the state.
+    pub const JOB_GAUGES: &str = "SELECT state, COUNT(*), COALESCE(SUM(CASE WHEN attempts > 0 THEN 1 ELSE 0 END), \
+                                  0) FROM jobs WHERE state IN ('queued', 'running', 'dead') GROUP BY state";
     /// Extends the lease of a job `$2` still holds.
     pub const RENEW: &str = "UPDATE jobs SET lease_until = $3 WHERE id = $1 AND state = 'running' AND lease_owner = $2";
     /// The due job, or one whose lease expired. `{lock}` is `FOR UPDATE SKIP LOCKED` on

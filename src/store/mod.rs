@@ -74,6 +74,11 @@ impl Store {
         dispatch!(self, s => s.ping().await)
     }
 
+    /// Jobs not done, by state, for `/metrics` (one indexed query).
+    pub async fn job_gauges(&self) -> anyhow::Result<crate::metrics::JobGauges> {
+        dispatch!(self, s => s.job_gauges().await)
+    }
+
     /// Record a delivery and its job in one statement; a known delivery id is a `Duplicate`.
     pub async fn record_delivery(&self, d: &NewDelivery, now: DateTime<Utc>) -> anyhow::Result<Recorded> {
         dispatch!(self, s => s.record_delivery(d, now).await)

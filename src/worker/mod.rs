@@ -18,6 +18,7 @@ use crate::github::{
     ArtifactLimits, CommitSha, GithubApp, GithubError, InstallationClient, InstallationId, PullNumber, RepoName, Wait,
     CHECK_NAME,
 };
+use crate::metrics::{JobOutcome, Metrics};
 use crate::publish;
 use crate::runtime::{Clock, Shutdown, Task};
 use crate::store::{Failed, Job, JobId, NewDelivery, PrVerdict, Store};
@@ -85,6 +86,8 @@ pub struct Worker {
     clock: Clock,
     /// The job being processed, and how to tell it its lease was lost.
     in_hand: std::sync::Mutex<Option<(JobId, Arc<tokio::sync::Notify>)>>,
+    /// Attempts by outcome and queued→done latency (`/metrics`).
+    metrics: Arc<Metrics>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -197,7 +200,14 @@ impl Worker {
             config,
             clock,
             in_hand: std::sync::Mutex::new(None),
+            metrics: Arc::default(),
         }
+    }
+
+    /// Count into `metrics` (the process's, shown on `/metrics`) instead of a private set.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     fn now(&self) -> DateTime<Utc> {
@@ -305,6 +315,7 @@ impl Worker {
         };
         let abandoned = || {
             tracing::warn!(job = %job.id, "lease lost to another worker: this job was abandoned");
+            self.metrics.job(JobOutcome::LeaseLost);
             Ok(())
         };
         let result = tokio::select! {
@@ -338,10 +349,10 @@ impl Worker {
                     .unwrap_or_else(|| "the worker stopped while evaluating".into());
                 self.give_up(job, &format!("gave up after {} attempts: {why}", job.attempts))
                     .await;
-                return self.complete(job).await;
+                return self.complete(job, JobOutcome::Inconclusive).await;
             }
             match self.process(job).await {
-                Ok(()) => self.complete(job).await,
+                Ok(()) => self.complete(job, JobOutcome::Done).await,
                 Err(failure @ (Failure::Retryable(_) | Failure::RetryAfter(..))) => {
                     let now = self.now();
                     let (msg, not_before) = match failure {
@@ -354,16 +365,19 @@ impl Worker {
                         .await?
                     {
                         Failed::Retry { at } => {
+                            self.metrics.job(JobOutcome::Retry);
                             tracing::warn!(%at, "will retry: {msg}");
                             Ok(())
                         }
                         Failed::Dead => {
+                            self.metrics.job(JobOutcome::Dead);
                             tracing::error!("out of attempts: {msg}");
                             self.give_up(job, &format!("gave up after {} attempts: {msg}", policy.max_attempts))
                                 .await;
                             Ok(())
                         }
                         Failed::LeaseLost => {
+                            self.metrics.job(JobOutcome::LeaseLost);
                             tracing::warn!("lease lost while failing ({msg}); the worker now holding the job decides");
                             Ok(())
                         }
@@ -372,7 +386,7 @@ impl Worker {
                 Err(Failure::Fatal(msg)) => {
                     tracing::error!("cannot evaluate: {msg}");
                     self.give_up(job, &msg).await;
-                    self.complete(job).await
+                    self.complete(job, JobOutcome::Inconclusive).await
                 }
             }
         }
@@ -380,9 +394,16 @@ impl Worker {
         .await
     }
 
-    /// Mark the job done if we still hold its lease; a lease lost to another worker is logged.
-    async fn complete(&self, job: &Job) -> anyhow::Result<()> {
-        if !self.store.complete(job.id, &self.config.worker_id).await? {
+    /// Mark the job done if we still hold its lease, counting `outcome` and how long the job
+    /// took from being queued; a lease lost to another worker is logged.
+    async fn complete(&self, job: &Job, outcome: JobOutcome) -> anyhow::Result<()> {
+        if self.store.complete(job.id, &self.config.worker_id).await? {
+            let waited = (self.now() - job.created_at).num_milliseconds();
+            self.metrics.job(outcome);
+            self.metrics.job_latency(waited as f64 / 1000.0);
+            tracing::info!(outcome = outcome.as_str(), seconds = waited as f64 / 1000.0, "job done");
+        } else {
+            self.metrics.job(JobOutcome::LeaseLost);
             tracing::warn!("lease lost before completing: another worker has claimed this job");
         }
         Ok(())

@@ -12,6 +12,8 @@ mod github_client;
 mod hostile;
 mod hostile_output;
 mod leases;
+mod logs;
+mod metrics;
 mod release;
 mod scenarios;
 mod stolen_verdicts;

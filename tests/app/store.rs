@@ -576,6 +576,47 @@ async fn evidence_runs(db: &Db) {
     assert_eq!(s.evidence_run("octo/other", "h").await.unwrap(), None);
 }
 
+/// The `/metrics` job gauges: the four unfinished states, disjoint; done and superseded jobs
+/// are not counted. `created_at` is the time the delivery was recorded.
+async fn job_gauges(db: &Db) {
+    use flakegate::metrics::JobGauges;
+    let s = db.open().await;
+    assert_eq!(s.job_gauges().await.unwrap(), JobGauges::default());
+    // d1 fails three times: dead.
+    s.record_delivery(&delivery("d1", 1, "a"), t0()).await.unwrap();
+    let mut now = t0();
+    for _ in 0..3 {
+        let job = s.claim("w", now, LEASE).await.unwrap().unwrap();
+        s.fail(job.id, "w", "502", now).await.unwrap();
+        now += Span::hours(2);
+    }
+    // d2 done, d3 failed once, d4 running, d5 queued, d6 superseded.
+    for (i, id) in ["d2", "d3", "d4", "d5"].iter().enumerate() {
+        s.record_delivery(&delivery(id, 2 + i as u64, "a"), now).await.unwrap();
+    }
+    s.record_delivery(&delivery("d6", 9, "old"), now).await.unwrap();
+    assert_eq!(s.supersede("octo/repo", 9, "new").await.unwrap(), 1);
+    let d2 = s.claim("w", now, LEASE).await.unwrap().unwrap();
+    assert_eq!(d2.created_at, now);
+    assert!(s.complete(d2.id, "w").await.unwrap());
+    let d3 = s.claim("w", now, LEASE).await.unwrap().unwrap();
+    assert!(matches!(
+        s.fail(d3.id, "w", "502", now).await.unwrap(),
+        Failed::Retry { .. }
+    ));
+    let d4 = s.claim("w", now, LEASE).await.unwrap().unwrap();
+    assert_eq!(d4.delivery_id, "d4");
+    assert_eq!(
+        s.job_gauges().await.unwrap(),
+        JobGauges {
+            queued: 1,
+            failed: 1,
+            running: 1,
+            dead: 1
+        }
+    );
+}
+
 macro_rules! contract {
     ($($case:ident),* $(,)?) => {
         mod sqlite {
@@ -618,6 +659,7 @@ contract!(
     pr_verdicts,
     evidence_runs,
     renew,
+    job_gauges,
 );
 
 #[tokio::test]

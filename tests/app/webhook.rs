@@ -181,7 +181,7 @@ async fn bad_signatures_are_401_and_make_no_job() {
     assert!(app.store.jobs().await.unwrap().is_empty());
     let (_, metrics) = app.get("/metrics").await;
     assert!(
-        metrics.contains("flakegate_webhook_deliveries_total{outcome=\"rejected\"} 5"),
+        metrics.contains("flakegate_webhook_deliveries_total{event=\"pull_request\",outcome=\"rejected\"} 5"),
         "{metrics}"
     );
 }
@@ -238,13 +238,14 @@ async fn healthz_and_metrics() {
     assert_eq!(status, 200);
     for line in [
         "# TYPE flakegate_webhook_deliveries_total counter",
-        "flakegate_webhook_deliveries_total{outcome=\"accepted\"} 1",
-        "flakegate_webhook_deliveries_total{outcome=\"duplicate\"} 1",
-        "flakegate_webhook_deliveries_total{outcome=\"ignored\"} 1",
-        "flakegate_webhook_deliveries_total{outcome=\"rejected\"} 0",
+        "flakegate_webhook_deliveries_total{event=\"pull_request\",outcome=\"accepted\"} 1",
+        "flakegate_webhook_deliveries_total{event=\"pull_request\",outcome=\"duplicate\"} 1",
+        "flakegate_webhook_deliveries_total{event=\"push\",outcome=\"ignored\"} 1",
+        "flakegate_jobs{state=\"queued\"} 1",
     ] {
         assert!(metrics.lines().any(|l| l == line), "{line} missing from\n{metrics}");
     }
+    assert!(!metrics.contains("outcome=\"rejected\""), "{metrics}");
 }
 
 #[tokio::test]

@@ -6,6 +6,7 @@
 
 use chrono::{DateTime, TimeZone as _, Utc};
 use flakegate::github::{AppCredentials, AppId, GithubApp};
+use flakegate::metrics::Metrics;
 use flakegate::runtime::Clock;
 use flakegate::server::signature::sign;
 use flakegate::server::{router, AppState};
@@ -278,8 +279,11 @@ impl App {
             let now_ms = now_ms.clone();
             Arc::new(move || Utc.timestamp_millis_opt(now_ms.load(Ordering::SeqCst)).unwrap())
         };
+        // One set of counters for the router, the worker and its GitHub client, as `serve` wires them.
+        let metrics = Arc::new(Metrics::default());
         let mut state = AppState::new(store.clone(), vec![SecretString::from(SECRET)]);
         state.clock = clock.clone();
+        state.metrics = metrics.clone();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, router(state)).await.unwrap() });
@@ -291,7 +295,8 @@ impl App {
             ..WorkerConfig::default()
         };
         tweak(&mut config);
-        let worker = Worker::new(store.clone(), github_app(&fake), config.clone(), clock);
+        let github = github_app(&fake).with_metrics(metrics.clone());
+        let worker = Worker::new(store.clone(), github, config.clone(), clock).with_metrics(metrics.clone());
         App {
             fake,
             store,
@@ -342,6 +347,12 @@ impl App {
             .send()
             .await
             .unwrap();
+        (resp.status().as_u16(), resp.text().await.unwrap())
+    }
+
+    /// GET `path` of the router; status and body.
+    pub async fn get(&self, path: &str) -> (u16, String) {
+        let resp = self.http.get(format!("{}{path}", self.base)).send().await.unwrap();
         (resp.status().as_u16(), resp.text().await.unwrap())
     }
 
