@@ -34,6 +34,7 @@ fuzz_target!(|data: &[u8]| {
         max_entries: 200,
         max_ratio: 200,
         ratio_grace_bytes: 64 << 10,
+        max_directory_bytes: 1 << 20,
     };
     let result = extract_zip(&zip, &dest, &limits);
     if let Ok(total) = result {
