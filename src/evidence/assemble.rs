@@ -158,8 +158,15 @@ pub async fn evaluate<S: Sources>(
     let head_ledger = src.head_ledger(&config_.ledger).await?;
     // The head's sources before the coverage: they say which lines' witnesses to keep.
     let head = fetch_head_sources(src, &patch).await?;
+    let mut codeowners = None;
+    for path in CODEOWNERS_PATHS {
+        if let Some(f) = src.base_file(path).await? {
+            codeowners = Some(f);
+            break;
+        }
+    }
     let config_ = config_.clone();
-    let (patch, ledger, mut evidence, mut inputs, mut notes, config_) = off_the_runtime(move || {
+    Ok(off_the_runtime(move || {
         // The ledger at the base: never the head's, which the patch controls.
         let ledger: Result<Ledger, Vec<InputError>> = match base_ledger {
             Ok(f) => {
@@ -180,18 +187,6 @@ pub async fn evaluate<S: Sources>(
             set_head_ledger(&mut evidence, &mut notes, &f, config_.policy.max_freeze_days);
         }
         head.into_evidence(&patch, &mut evidence, &mut inputs, &mut notes);
-        (patch, ledger, evidence, inputs, notes, config_)
-    })
-    .await;
-
-    let mut codeowners = None;
-    for path in CODEOWNERS_PATHS {
-        if let Some(f) = src.base_file(path).await? {
-            codeowners = Some(f);
-            break;
-        }
-    }
-    Ok(off_the_runtime(move || {
         // CODEOWNERS at the base names the owners of unwitnessed lines.
         if let Some(f) = codeowners {
             set_codeowners(&mut evidence, &mut inputs, &mut notes, &f);
