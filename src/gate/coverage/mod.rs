@@ -99,6 +99,11 @@ impl KeepLines {
     }
 }
 
+/// `keep` (`None`: every line) keeps the witnesses of `line` of `repo_path`.
+fn keeps(keep: Option<&BTreeMap<String, KeepLines>>, repo_path: &str, line: u32) -> bool {
+    keep.is_none_or(|k| k.get(repo_path).is_some_and(|l| l.contains(line)))
+}
+
 impl PathMatcher {
     pub fn new<'a>(paths: impl IntoIterator<Item = &'a str>) -> Self {
         PathMatcher {
@@ -117,9 +122,7 @@ impl PathMatcher {
 
     /// Are the witnesses of `line` of the repository file `repo_path` kept?
     pub fn keeps(&self, repo_path: &str, line: u32) -> bool {
-        self.keep
-            .as_ref()
-            .is_none_or(|k| k.get(repo_path).is_some_and(|l| l.contains(line)))
+        keeps(self.keep.as_ref(), repo_path, line)
     }
 
     /// The repository path a coverage file name stands for, if the patch names it.
@@ -208,9 +211,7 @@ impl ContextCollector {
     }
 
     fn keeps(&self, repo_path: &str, line: u32) -> bool {
-        self.keep
-            .as_ref()
-            .is_none_or(|k| k.get(repo_path).is_some_and(|l| l.contains(line)))
+        keeps(self.keep.as_ref(), repo_path, line)
     }
 
     /// Record one context of one line of the file `repo_path` (whose coverage
@@ -227,9 +228,7 @@ impl ContextCollector {
             // A line nobody asks about: its test contexts can still name a static prefix.
             ContextKind::Test(test, _) if !keep => {
                 self.note_prefix(context, &test);
-                if !fc.tests.contains(&test) {
-                    fc.tests.insert(test);
-                }
+                fc.tests.insert(test);
             }
             // Named in the sample of foreign contexts, but its place is not kept.
             ContextKind::Other(s) if !keep => {
