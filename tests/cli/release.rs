@@ -11,29 +11,10 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::copy_dir;
+use crate::support::{copy_dir, git};
 
 fn release() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/release/cachetools")
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Release Fixture")
-        .env("GIT_AUTHOR_EMAIL", "fixtures@release.invalid")
-        .env("GIT_COMMITTER_NAME", "Release Fixture")
-        .env("GIT_COMMITTER_EMAIL", "fixtures@release.invalid")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// A checkout whose HEAD~1 holds the 6.1.0 text of every file the release touches and whose
