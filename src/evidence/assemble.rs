@@ -65,6 +65,10 @@ pub trait Sources {
 const MAX_SOURCE_FILES: usize = 200;
 /// … each at most this large (a larger one is judged from coverage alone).
 const MAX_SOURCE_BYTES: usize = 4 << 20;
+/// Bytes of head sources held for one evaluation: every changed source file is asked for
+/// before the coverage is read, so a patch of many large files stops here, not at
+/// `MAX_SOURCE_FILES × MAX_SOURCE_BYTES`.
+const MAX_SOURCE_TOTAL_BYTES: usize = 32 << 20;
 
 /// Why the pipeline stopped before the gate could judge: the face decides how to say it.
 #[derive(Debug)]
@@ -253,8 +257,16 @@ async fn fetch_head_sources<S: Sources>(src: &S, patch: &crate::gate::Patch) -> 
         .files
         .iter()
         .filter(|f| !f.added.is_empty() && !crate::gate::trust::is_test_file(&f.path));
+    let mut held = 0usize;
     for f in candidates {
         let path = &f.path;
+        if held >= MAX_SOURCE_TOTAL_BYTES {
+            head.unread.insert(
+                path.clone(),
+                format!("{path} (over {MAX_SOURCE_TOTAL_BYTES} bytes of sources)"),
+            );
+            continue;
+        }
         if head.texts.len() >= MAX_SOURCE_FILES {
             head.unread
                 .insert(path.clone(), format!("{path} (over {MAX_SOURCE_FILES} files)"));
@@ -262,6 +274,7 @@ async fn fetch_head_sources<S: Sources>(src: &S, patch: &crate::gate::Patch) -> 
         }
         match src.head_file(path).await? {
             Some(file) if file.bytes.len() <= MAX_SOURCE_BYTES => {
+                held += file.bytes.len();
                 head.digests.push(InputDigest::of("source", &file.name, &file.bytes));
                 let text = String::from_utf8_lossy(&file.bytes).into_owned();
                 head.texts.insert(path.clone(), text);
