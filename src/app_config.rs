@@ -9,6 +9,9 @@ use std::path::Path;
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://flakegate.db?mode=rwc";
 pub const DEFAULT_GITHUB_API_URL: &str = "https://api.github.com";
 pub const DEFAULT_LISTEN: &str = "0.0.0.0:3000";
+/// Default `FLAKEGATE_JOB_LEASE_SECONDS`: how long a claimed job is an instance's before
+/// another instance may take it over (its heartbeat renews it every quarter of that).
+pub const DEFAULT_JOB_LEASE_SECONDS: u64 = 600;
 
 #[derive(Debug, Clone)]
 pub struct AppConfig {
@@ -21,6 +24,9 @@ pub struct AppConfig {
     /// May carry a database password, hence secret.
     pub database_url: SecretString,
     pub listen: SocketAddr,
+    /// How long a claimed job stays with this instance without a heartbeat; a killed
+    /// instance's job is taken over by another instance after it.
+    pub job_lease: std::time::Duration,
 }
 
 /// A setting that is missing or malformed; the message names the variable.
@@ -108,7 +114,23 @@ impl AppConfig {
             (None, None) => DEFAULT_LISTEN.parse().expect("the default listen address parses"),
         };
 
+        let job_lease = match get("FLAKEGATE_JOB_LEASE_SECONDS") {
+            None => DEFAULT_JOB_LEASE_SECONDS,
+            Some(v) => {
+                v.parse::<u64>()
+                    .ok()
+                    .filter(|&n| (1..=86_400).contains(&n))
+                    .ok_or_else(|| {
+                        invalid(
+                    "FLAKEGATE_JOB_LEASE_SECONDS",
+                    format!("expected whole seconds from 1 to 86400 (default {DEFAULT_JOB_LEASE_SECONDS}), got {v:?}"),
+                )
+                    })?
+            }
+        };
+
         Ok(AppConfig {
+            job_lease: std::time::Duration::from_secs(job_lease),
             app_id,
             private_key,
             webhook_secrets,
@@ -158,6 +180,7 @@ mod tests {
         assert_eq!(c.github_api_url, DEFAULT_GITHUB_API_URL);
         assert_eq!(c.database_url.expose_secret(), DEFAULT_DATABASE_URL);
         assert_eq!(c.listen.to_string(), DEFAULT_LISTEN);
+        assert_eq!(c.job_lease, std::time::Duration::from_secs(600));
         let secrets: Vec<&str> = c.webhook_secrets.iter().map(|s| s.expose_secret()).collect();
         assert_eq!(secrets, ["hunter2old", "hunter2new"]);
     }
@@ -181,6 +204,23 @@ mod tests {
             AppConfig::from_env(env(&e)).unwrap().listen.to_string(),
             "127.0.0.1:9000"
         );
+    }
+
+    #[test]
+    fn job_lease() {
+        let mut e = base();
+        e.push(("FLAKEGATE_JOB_LEASE_SECONDS", "30"));
+        assert_eq!(
+            AppConfig::from_env(env(&e)).unwrap().job_lease,
+            std::time::Duration::from_secs(30)
+        );
+        for bad in ["0", "-5", "10m", "86401"] {
+            let mut e = base();
+            e.push(("FLAKEGATE_JOB_LEASE_SECONDS", bad));
+            let err = AppConfig::from_env(env(&e)).unwrap_err().to_string();
+            assert!(err.starts_with("FLAKEGATE_JOB_LEASE_SECONDS is invalid"), "{err}");
+            assert!(err.contains(bad), "{err}");
+        }
     }
 
     #[test]

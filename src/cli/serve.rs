@@ -34,8 +34,16 @@ pub fn run() -> anyhow::Result<i32> {
             .context("FLAKEGATE_GITHUB_API_URL")?
             .with_metrics(metrics.clone());
         let store = Arc::new(store);
-        let worker = Worker::new(store.clone(), github, WorkerConfig::default(), Arc::new(Utc::now))
-            .with_metrics(metrics.clone());
+        // Several instances share one PostgreSQL queue: a job whose instance stops renewing
+        // its lease (killed, partitioned) is taken over after `job_lease`; the heartbeat
+        // renews it every quarter of that while the job runs.
+        let worker_config = WorkerConfig {
+            lease: config.job_lease,
+            heartbeat: config.job_lease / 4,
+            ..WorkerConfig::default()
+        };
+        let worker =
+            Worker::new(store.clone(), github, worker_config, Arc::new(Utc::now)).with_metrics(metrics.clone());
         server::serve(&config, store, metrics, Some(worker.into_task())).await
     })?;
     Ok(0)

@@ -339,5 +339,24 @@ macro_rules! common_store_methods {
                 .await?;
             Ok(())
         }
+
+        pub(super) async fn publication(&self, repo: &str, subject: &str) -> anyhow::Result<Option<String>> {
+            let row: Option<(String,)> = sqlx::query_as::<Db, _>(sql::PUBLICATION)
+                .bind(repo)
+                .bind(subject)
+                .fetch_optional(&self.pool)
+                .await?;
+            Ok(row.map(|(d,)| d))
+        }
+
+        pub(super) async fn set_publication(&self, repo: &str, subject: &str, digest: &str) -> anyhow::Result<()> {
+            sqlx::query::<Db>(sql::SET_PUBLICATION)
+                .bind(repo)
+                .bind(subject)
+                .bind(digest)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        }
     };
 }

@@ -310,12 +310,22 @@ pub(crate) mod sql {
                                   0) FROM jobs WHERE state IN ('queued', 'running', 'dead') GROUP BY state";
     /// Extends the lease of a job `$2` still holds.
     pub const RENEW: &str = "UPDATE jobs SET lease_until = $3 WHERE id = $1 AND state = 'running' AND lease_owner = $2";
-    /// The due job, or one whose lease expired. `{lock}` is `FOR UPDATE SKIP LOCKED` on
-    /// PostgreSQL; SQLite runs the statement under its single writer lock.
+    /// The due job, or one whose lease expired — but never one whose repository and head sha
+    /// another job holds under a live lease: two jobs of one head (a `pull_request` and its
+    /// `workflow_run`, say) never run at once on two instances, so they cannot race to create
+    /// the head's check run or comment. `{lock}` is `FOR UPDATE SKIP LOCKED` on PostgreSQL,
+    /// where `PgStore::claim` also holds an advisory lock so claims are serialised; SQLite runs
+    /// the statement under its single writer lock.
     pub const CLAIM: &str = "UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = $2, attempts = \
-                             attempts + CASE WHEN state = 'running' THEN 1 ELSE 0 END WHERE id = (SELECT id FROM jobs \
-                             WHERE (state = 'queued' AND next_attempt_at <= $3) OR (state = 'running' AND lease_until \
-                             <= $3) ORDER BY next_attempt_at, id LIMIT 1 {lock}) RETURNING ";
+                             attempts + CASE WHEN state = 'running' THEN 1 ELSE 0 END WHERE id = (SELECT j.id FROM \
+                             jobs j WHERE ((j.state = 'queued' AND j.next_attempt_at <= $3) OR (j.state = 'running' \
+                             AND j.lease_until <= $3)) AND NOT EXISTS (SELECT 1 FROM jobs o WHERE o.repo = j.repo \
+                             AND o.head_sha = j.head_sha AND o.state = 'running' AND o.lease_until > $3 AND o.id <> \
+                             j.id) ORDER BY j.next_attempt_at, j.id LIMIT 1 {lock}) RETURNING ";
+    /// What was last published to a subject (a check run, a comment) of a repository.
+    pub const PUBLICATION: &str = "SELECT digest FROM publications WHERE repo = $1 AND subject = $2";
+    pub const SET_PUBLICATION: &str = "INSERT INTO publications (repo, subject, digest) VALUES ($1, $2, $3) ON \
+                                       CONFLICT (repo, subject) DO UPDATE SET digest = excluded.digest";
 }
 
 #[cfg(test)]

@@ -40,6 +40,8 @@ CREATE TABLE comments (
     PR_VERDICTS,
     // 5: the run of the evidence workflow last judged for a head (re-run / re-evaluate act on it).
     EVIDENCE_RUNS,
+    // 6: what each check run was last sent, so a job re-run after its instance died sends nothing twice.
+    PUBLICATIONS,
 ];
 
 /// The latest delivery of an event for a head (`Store::latest_delivery`); same on both backends.
@@ -59,6 +61,10 @@ const PR_VERDICTS: &str = "CREATE TABLE pr_verdicts (repo TEXT NOT NULL, head_sh
 const EVIDENCE_RUNS: &str =
     "CREATE TABLE evidence_runs (repo TEXT NOT NULL, head_sha TEXT NOT NULL, run_id BIGINT NOT \
                              NULL, workflow_path TEXT NOT NULL, PRIMARY KEY (repo, head_sha))";
+
+/// The digest of what was last sent to each published subject (`Store::publication`).
+const PUBLICATIONS: &str = "CREATE TABLE publications (repo TEXT NOT NULL, subject TEXT NOT NULL, digest TEXT NOT \
+                            NULL, PRIMARY KEY (repo, subject))";
 
 /// PostgreSQL: the same tables and types as SQLite, so both decode into the same rows.
 pub const POSTGRES: &[&str] = &[
@@ -99,6 +105,8 @@ CREATE TABLE comments (
     PR_VERDICTS,
     // 5
     EVIDENCE_RUNS,
+    // 6
+    PUBLICATIONS,
 ];
 
 pub const CREATE_VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY)";

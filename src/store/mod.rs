@@ -223,4 +223,15 @@ impl Store {
     pub async fn set_comment(&self, repo: &str, pr: u64, c: &CommentState) -> anyhow::Result<()> {
         dispatch!(self, s => s.set_comment(repo, pr, c).await)
     }
+
+    /// The digest of what was last sent to `subject` of `repo` (`check_run/<id>`), recorded
+    /// after GitHub accepted it: a job run again after its instance died mid-job (or any
+    /// retry) does not send the same content twice.
+    pub async fn publication(&self, repo: &str, subject: &str) -> anyhow::Result<Option<String>> {
+        dispatch!(self, s => s.publication(repo, subject).await)
+    }
+
+    pub async fn set_publication(&self, repo: &str, subject: &str, digest: &str) -> anyhow::Result<()> {
+        dispatch!(self, s => s.set_publication(repo, subject, digest).await)
+    }
 }

@@ -1,5 +1,6 @@
 //! The PostgreSQL backend, for several instances sharing one queue: jobs are claimed with
-//! `FOR UPDATE SKIP LOCKED`, so each goes to exactly one worker.
+//! `FOR UPDATE SKIP LOCKED` under an advisory lock, so each goes to exactly one worker and
+//! no two jobs of one head run at once.
 
 use super::job::{
     duration_ms, job_from_row, millis, sql, CommentState, EvidenceRun, Failed, Job, JobId, JobRow, JobState,
@@ -17,6 +18,8 @@ type Db = Postgres;
 
 /// Arbitrary key for the advisory lock that serialises migrations across instances.
 const MIGRATION_LOCK: i64 = 0x666c_616b_6567;
+/// Arbitrary key for the advisory lock that serialises job claims across instances.
+const CLAIM_LOCK: i64 = 0x666c_616b_6568;
 
 #[derive(Debug, Clone)]
 pub struct PgStore {
@@ -71,13 +74,23 @@ impl PgStore {
             "{}{JOB_COLUMNS}",
             sql::CLAIM.replace("{lock}", "FOR UPDATE SKIP LOCKED")
         );
+        // SKIP LOCKED alone keeps two instances off one row, but not off two jobs of one head:
+        // each would see no running sibling in its snapshot. The advisory lock serialises
+        // claims (held to the commit), so each claim sees the one before it.
+        let mut tx = self.pool.begin().await.context("claiming a job")?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(CLAIM_LOCK)
+            .execute(&mut *tx)
+            .await
+            .context("claiming a job: the claim lock")?;
         let row: Option<JobRow> = sqlx::query_as(&q)
             .bind(worker)
             .bind(millis(now).saturating_add(duration_ms(lease)))
             .bind(millis(now))
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *tx)
             .await
             .context("claiming a job")?;
+        tx.commit().await.context("claiming a job")?;
         row.map(job_from_row).transpose()
     }
 }

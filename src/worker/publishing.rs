@@ -3,7 +3,9 @@
 //! sent is never sent again, and different findings get a fresh check run) showing the worst
 //! verdict of the open pull requests sharing that head, and one sticky comment per pull
 //! request about that pull request (created once, edited only when what it says changes).
-//! When a job cannot be judged, `give_up` completes the check run as INCONCLUSIVE.
+//! When a job cannot be judged, `give_up` completes the check run as INCONCLUSIVE. What a
+//! check run was last sent is recorded (`Store::publication`): content sent once is not
+//! sent again, so a job re-run after its instance died publishes nothing twice.
 
 use super::judge::{Judged, PrRef};
 use super::{fatal, store_err, Failure, Target, Work, Worker};
@@ -45,6 +47,17 @@ fn worst(rows: &[PrVerdict]) -> Option<&PrVerdict> {
 
 fn sha256_hex(s: &str) -> String {
     hex::encode(sha2::Sha256::digest(s.as_bytes()))
+}
+
+/// The store's name for check run `id` in its table of publications.
+fn check_run_subject(id: u64) -> String {
+    format!("check_run/{id}")
+}
+
+/// What identifies the whole content sent to a check run. `CheckRunFields` is plain data
+/// (strings, options, vectors, enums: no maps), so its `Debug` text is deterministic.
+fn fields_digest(fields: &CheckRunFields) -> String {
+    sha256_hex(&format!("{fields:?}"))
 }
 
 /// What identifies an annotation already on a check run: everything GitHub shows of it.
@@ -156,7 +169,16 @@ impl Worker {
             .flat_map(|o| &o.annotations)
             .map(annotation_digest)
             .collect();
+        let content = fields_digest(fields);
         if let Some(id) = self.store.check_run_id(&repo, head.as_str()).await.map_err(store_err)? {
+            let subject = check_run_subject(id);
+            let last = self.store.publication(&repo, &subject).await.map_err(store_err)?;
+            if last.as_deref() == Some(content.as_str()) {
+                // Sent before (a job run again after its instance died before completing it):
+                // a second identical completion would only notify everyone twice.
+                tracing::info!(check_run = id, "check run already shows this; not sent again");
+                return Ok(id);
+            }
             let sent = self
                 .store
                 .published_annotations(&repo, head.as_str(), id)
@@ -183,6 +205,10 @@ impl Worker {
                         .set_published_annotations(&repo, head.as_str(), id, &all)
                         .await
                         .map_err(store_err)?;
+                    self.store
+                        .set_publication(&repo, &subject, &content)
+                        .await
+                        .map_err(store_err)?;
                     return Ok(run.id);
                 }
                 Err(GithubError::NotFound(_)) => tracing::warn!(check_run = id, "stored check run is gone"),
@@ -197,7 +223,7 @@ impl Worker {
             // Ours, and nothing on it that could be stale: complete it.
             Some(run) if run.annotations_count() == 0 => {
                 let run = t.client.update_check_run(&t.repo, run.id, fields).await?;
-                self.remember_check(&repo, head, run.id, &digests).await?;
+                self.remember_check(&repo, head, run.id, &digests, &content).await?;
                 Ok(run.id)
             }
             _ => self.create_check(t, head, fields, &digests).await,
@@ -212,17 +238,30 @@ impl Worker {
         digests: &[String],
     ) -> Result<u64, Failure> {
         let run = t.client.create_check_run(&t.repo, head, fields).await?;
-        self.remember_check(&t.repo.to_string(), head, run.id, digests).await?;
+        self.remember_check(&t.repo.to_string(), head, run.id, digests, &fields_digest(fields))
+            .await?;
         Ok(run.id)
     }
 
-    async fn remember_check(&self, repo: &str, head: &CommitSha, id: u64, digests: &[String]) -> Result<(), Failure> {
+    /// Record check run `id` as the head's, with the annotations and the content sent to it.
+    async fn remember_check(
+        &self,
+        repo: &str,
+        head: &CommitSha,
+        id: u64,
+        digests: &[String],
+        content: &str,
+    ) -> Result<(), Failure> {
         self.store
             .set_check_run_id(repo, head.as_str(), id)
             .await
             .map_err(store_err)?;
         self.store
             .set_published_annotations(repo, head.as_str(), id, digests)
+            .await
+            .map_err(store_err)?;
+        self.store
+            .set_publication(repo, &check_run_subject(id), content)
             .await
             .map_err(store_err)
     }

@@ -15,6 +15,7 @@ mod leases;
 mod logs;
 mod metrics;
 mod release;
+mod scale;
 mod scenarios;
 mod stolen_verdicts;
 mod store;

@@ -129,7 +129,7 @@ async fn dedupe(db: &Db) {
 async fn claim_once_under_concurrency(db: &Db) {
     let s = Arc::new(db.open().await);
     for i in 0..5 {
-        s.record_delivery(&delivery(&format!("d{i}"), i, "a"), t0())
+        s.record_delivery(&delivery(&format!("d{i}"), i, &format!("sha{i}")), t0())
             .await
             .unwrap();
     }
@@ -153,6 +153,160 @@ async fn claim_once_under_concurrency(db: &Db) {
         .iter()
         .all(|j| j.state == JobState::Running && j.lease_owner.is_some()));
     assert_eq!(s.claim("late", t0(), LEASE).await.unwrap(), None);
+}
+
+/// Another repository's job on the same sha.
+fn elsewhere(id: &str, sha: &str) -> NewDelivery {
+    NewDelivery {
+        repo: Some("octo/other".to_owned()),
+        ..delivery(id, 1, sha)
+    }
+}
+
+async fn one_job_per_head_at_a_time(db: &Db) {
+    let s = db.open().await;
+    s.record_delivery(&delivery("d1", 1, "a"), t0()).await.unwrap();
+    s.record_delivery(&delivery("d2", 2, "a"), t0()).await.unwrap();
+    s.record_delivery(&delivery("d3", 3, "b"), t0()).await.unwrap();
+    s.record_delivery(&elsewhere("d4", "a"), t0()).await.unwrap();
+    let claimed = |j: Option<flakegate::store::Job>| j.map(|j| j.delivery_id);
+    assert_eq!(
+        claimed(s.claim("w1", t0(), LEASE).await.unwrap()).as_deref(),
+        Some("d1")
+    );
+    // d2 waits while d1 (same repository, same head) holds a live lease; other heads and
+    // the same sha in another repository go ahead.
+    assert_eq!(
+        claimed(s.claim("w2", t0(), LEASE).await.unwrap()).as_deref(),
+        Some("d3")
+    );
+    assert_eq!(
+        claimed(s.claim("w3", t0(), LEASE).await.unwrap()).as_deref(),
+        Some("d4")
+    );
+    assert_eq!(s.claim("w4", t0(), LEASE).await.unwrap(), None, "d2 must wait for d1");
+    assert_eq!(s.job_gauges().await.unwrap().queued, 1);
+    let d1 = s
+        .jobs()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|j| j.delivery_id == "d1")
+        .unwrap();
+    assert!(s.complete(d1.id, "w1").await.unwrap());
+    for (id, w) in [("d3", "w2"), ("d4", "w3")] {
+        let j = s
+            .jobs()
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|j| j.delivery_id == id)
+            .unwrap();
+        assert!(s.complete(j.id, w).await.unwrap());
+    }
+    let d2 = s.claim("w4", t0(), LEASE).await.unwrap().unwrap();
+    assert_eq!((d2.delivery_id.as_str(), d2.attempts), ("d2", 0));
+
+    // An expired lease holds nothing back: d2's worker died; d5 (due earlier) goes first,
+    // and then d2 waits for d5 in turn.
+    s.record_delivery(&delivery("d5", 5, "a"), t0() - Span::seconds(1))
+        .await
+        .unwrap();
+    assert_eq!(s.claim("w5", t0(), LEASE).await.unwrap(), None, "d2's lease is live");
+    let later = t0() + Span::seconds(61);
+    assert_eq!(
+        claimed(s.claim("w5", later, LEASE).await.unwrap()).as_deref(),
+        Some("d5")
+    );
+    assert_eq!(s.claim("w6", later, LEASE).await.unwrap(), None, "d2 must wait for d5");
+    let d5 = s
+        .jobs()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|j| j.delivery_id == "d5")
+        .unwrap();
+    assert!(s.complete(d5.id, "w5").await.unwrap());
+    let d2 = s.claim("w6", later, LEASE).await.unwrap().unwrap();
+    assert_eq!(
+        (d2.delivery_id.as_str(), d2.attempts),
+        ("d2", 1),
+        "an expired lease counts"
+    );
+}
+
+async fn one_job_per_head_under_concurrency(db: &Db) {
+    // Two handles, as two instances would have, each with its own pool.
+    let (a, b) = (Arc::new(db.open().await), Arc::new(db.open().await));
+    for i in 0..6 {
+        s_record(&a, &delivery(&format!("same{i}"), i, "a")).await;
+    }
+    for i in 0..3 {
+        s_record(&a, &delivery(&format!("other{i}"), 10 + i, &format!("b{i}"))).await;
+    }
+    for round in 0..3 {
+        let tasks: Vec<_> = (0..8)
+            .map(|w| {
+                let s = if w % 2 == 0 { a.clone() } else { b.clone() };
+                tokio::spawn(async move { s.claim(&format!("r{round}w{w}"), t0(), LEASE).await.unwrap() })
+            })
+            .collect();
+        let mut claimed = Vec::new();
+        for t in tasks {
+            claimed.extend(t.await.unwrap());
+        }
+        let heads: std::collections::BTreeSet<_> = claimed.iter().map(|j| j.head_sha.clone()).collect();
+        assert_eq!(heads.len(), claimed.len(), "two jobs of one head at once: {claimed:?}");
+        assert_eq!(
+            claimed.len(),
+            if round == 0 { 4 } else { 1 },
+            "round {round}: {claimed:?}"
+        );
+        assert_eq!(a.job_gauges().await.unwrap().running, 4, "round {round}");
+        // The running job of head `a` finishes; the others keep their leases.
+        let jobs = a.jobs().await.unwrap();
+        let on_a = jobs
+            .iter()
+            .find(|j| j.state == JobState::Running && j.head_sha.as_deref() == Some("a"))
+            .unwrap();
+        assert!(a.complete(on_a.id, on_a.lease_owner.as_deref().unwrap()).await.unwrap());
+    }
+}
+
+async fn s_record(s: &Store, d: &NewDelivery) {
+    assert!(matches!(
+        s.record_delivery(d, t0()).await.unwrap(),
+        Recorded::Inserted(_)
+    ));
+}
+
+async fn publications(db: &Db) {
+    let s = db.open().await;
+    assert_eq!(s.publication("octo/repo", "check_run/7").await.unwrap(), None);
+    s.set_publication("octo/repo", "check_run/7", "d1").await.unwrap();
+    s.set_publication("octo/other", "check_run/7", "x").await.unwrap();
+    s.set_publication("octo/repo", "check_run/8", "y").await.unwrap();
+    assert_eq!(
+        s.publication("octo/repo", "check_run/7").await.unwrap().as_deref(),
+        Some("d1")
+    );
+    s.set_publication("octo/repo", "check_run/7", "d2").await.unwrap();
+    drop(s);
+    // Another instance (a fresh handle) sees what this one published.
+    let s = db.open().await;
+    assert_eq!(
+        s.publication("octo/repo", "check_run/7").await.unwrap().as_deref(),
+        Some("d2")
+    );
+    assert_eq!(
+        s.publication("octo/other", "check_run/7").await.unwrap().as_deref(),
+        Some("x")
+    );
+    assert_eq!(
+        s.publication("octo/repo", "check_run/8").await.unwrap().as_deref(),
+        Some("y")
+    );
+    assert_eq!(s.publication("octo/repo", "check_run/9").await.unwrap(), None);
 }
 
 async fn lease_expiry(db: &Db) {
@@ -645,6 +799,9 @@ macro_rules! contract {
 contract!(
     dedupe,
     claim_once_under_concurrency,
+    one_job_per_head_at_a_time,
+    one_job_per_head_under_concurrency,
+    publications,
     lease_expiry,
     backoff_and_dead_letter,
     retry_after_is_kept_exactly,

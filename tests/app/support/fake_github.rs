@@ -411,6 +411,11 @@ impl FakeGithub {
             .await;
     }
 
+    /// Every request received, in order (one copy, for tests that sort many at once).
+    pub async fn all_requests(&self) -> Vec<Request> {
+        self.server.received_requests().await.unwrap_or_default()
+    }
+
     /// Requests received for `method path` (any query), in order.
     pub async fn requests(&self, method_name: &str, concrete_path: &str) -> Vec<Request> {
         let all = self.server.received_requests().await.unwrap_or_default();
