@@ -224,9 +224,9 @@ impl Store {
         dispatch!(self, s => s.set_comment(repo, pr, c).await)
     }
 
-    /// The digest of what was last sent to `subject` of `repo` (`check_run/<id>`), recorded
-    /// after GitHub accepted it: a job run again after its instance died mid-job (or any
-    /// retry) does not send the same content twice.
+    /// What was last sent to `subject` of `repo` (`check_run/<id>`) — the worker records the
+    /// job and a digest of the content — written after GitHub accepted it: a job run again
+    /// after its instance died mid-job does not send the same content twice.
     pub async fn publication(&self, repo: &str, subject: &str) -> anyhow::Result<Option<String>> {
         dispatch!(self, s => s.publication(repo, subject).await)
     }

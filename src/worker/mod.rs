@@ -275,6 +275,15 @@ impl Worker {
         }
     }
 
+    /// The job being processed, if any.
+    fn job_in_hand(&self) -> Option<JobId> {
+        self.in_hand
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|(id, _)| *id)
+    }
+
     /// Renew the lease of the job in hand until `now + lease` (the heartbeat calls this every
     /// `heartbeat`). `Some(false)`: the lease was lost — it expired and another worker claimed
     /// the job — so the job in hand is abandoned before it publishes anything more. `None`:

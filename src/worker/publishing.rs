@@ -4,8 +4,8 @@
 //! verdict of the open pull requests sharing that head, and one sticky comment per pull
 //! request about that pull request (created once, edited only when what it says changes).
 //! When a job cannot be judged, `give_up` completes the check run as INCONCLUSIVE. What a
-//! check run was last sent is recorded (`Store::publication`): content sent once is not
-//! sent again, so a job re-run after its instance died publishes nothing twice.
+//! check run was last sent, and by which job, is recorded (`Store::publication`): a job run
+//! again after its instance died does not send the same completion twice.
 
 use super::judge::{Judged, PrRef};
 use super::{fatal, store_err, Failure, Target, Work, Worker};
@@ -52,12 +52,6 @@ fn sha256_hex(s: &str) -> String {
 /// The store's name for check run `id` in its table of publications.
 fn check_run_subject(id: u64) -> String {
     format!("check_run/{id}")
-}
-
-/// What identifies the whole content sent to a check run. `CheckRunFields` is plain data
-/// (strings, options, vectors, enums: no maps), so its `Debug` text is deterministic.
-fn fields_digest(fields: &CheckRunFields) -> String {
-    sha256_hex(&format!("{fields:?}"))
 }
 
 /// What identifies an annotation already on a check run: everything GitHub shows of it.
@@ -169,13 +163,15 @@ impl Worker {
             .flat_map(|o| &o.annotations)
             .map(annotation_digest)
             .collect();
-        let content = fields_digest(fields);
+        let content = self.sent_by_this_job(fields);
         if let Some(id) = self.store.check_run_id(&repo, head.as_str()).await.map_err(store_err)? {
             let subject = check_run_subject(id);
             let last = self.store.publication(&repo, &subject).await.map_err(store_err)?;
             if last.as_deref() == Some(content.as_str()) {
-                // Sent before (a job run again after its instance died before completing it):
-                // a second identical completion would only notify everyone twice.
+                // This job sent this before and is running again (its instance died before
+                // marking it done, or a later step failed): a second identical completion
+                // would only notify everyone twice. Another delivery (a re-evaluation asked
+                // for) still updates the check run.
                 tracing::info!(check_run = id, "check run already shows this; not sent again");
                 return Ok(id);
             }
@@ -238,9 +234,18 @@ impl Worker {
         digests: &[String],
     ) -> Result<u64, Failure> {
         let run = t.client.create_check_run(&t.repo, head, fields).await?;
-        self.remember_check(&t.repo.to_string(), head, run.id, digests, &fields_digest(fields))
+        let content = self.sent_by_this_job(fields);
+        self.remember_check(&t.repo.to_string(), head, run.id, digests, &content)
             .await?;
         Ok(run.id)
+    }
+
+    /// What the store records as sent to a check run: the job in hand and a digest of
+    /// `fields` (`CheckRunFields` is plain data — strings, options, vectors, enums, no maps —
+    /// so its `Debug` text is deterministic).
+    fn sent_by_this_job(&self, fields: &CheckRunFields) -> String {
+        let job = self.job_in_hand().map_or_else(|| "-".to_owned(), |id| id.to_string());
+        format!("job {job}: {}", sha256_hex(&format!("{fields:?}")))
     }
 
     /// Record check run `id` as the head's, with the annotations and the content sent to it.
