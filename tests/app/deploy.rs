@@ -91,7 +91,36 @@ fn fly_health_check_is_the_served_route() {
     let text = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fly.toml")).unwrap();
     assert!(text.contains("path = \"/healthz\""));
     assert!(text.contains("internal_port = 3000"));
-    assert!(text.contains("destination = \"/data\""));
+}
+
+/// fly.toml runs several instances on one PostgreSQL: at least two machines, no volume (an
+/// SQLite file on a volume belongs to one machine), and the database URL, which carries a
+/// password, left to a secret.
+#[test]
+fn fly_runs_several_instances_on_postgres() {
+    let text = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fly.toml")).unwrap();
+    let settings: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    assert!(settings.contains(&"min_machines_running = 2"), "{text}");
+    assert!(
+        !settings.iter().any(|l| l.starts_with("[[mounts]]")),
+        "no volume: {text}"
+    );
+    assert!(
+        !settings.iter().any(|l| l.starts_with("DATABASE_URL")),
+        "DATABASE_URL is a secret, not in [env]: {text}"
+    );
+    let lease = settings
+        .iter()
+        .find_map(|l| l.strip_prefix("FLAKEGATE_JOB_LEASE_SECONDS = "))
+        .expect("the lease is set in [env]");
+    let lease: u64 = lease.trim_matches('"').parse().expect("whole seconds");
+    // Long enough that a slow evaluation keeps its lease through a few missed heartbeats
+    // (every quarter of it), short enough that a dead machine's job is taken over in minutes.
+    assert!((60..=3600).contains(&lease), "lease {lease} s");
 }
 
 /// The fixture project runs the shipped workflow (the corpus edits it), so they must not drift.
