@@ -65,8 +65,9 @@ const REPOS: usize = 100;
 /// The repository whose first pull-request read stalls: the instance doing it is killed there.
 const STALLED: usize = 50;
 const PR: u64 = 7;
-/// Short, so the killed instance's job is taken over soon (its heartbeat would renew every 0.5 s).
-const LEASE_SECONDS: &str = "2";
+/// Short, so the killed instance's job is taken over soon, with room for a busy machine's
+/// heartbeat (every 2 s) to be late.
+const LEASE_SECONDS: &str = "8";
 
 fn repo_name(i: usize) -> String {
     format!("scale-{i:03}")
