@@ -126,10 +126,7 @@ async fn two_instances_share_200_deliveries_and_survive_a_sigkill() {
         repos.push(repo);
     }
     let stalled = repos[STALLED].stall_next("GET", op::PULL);
-    let env = [
-        ("FLAKEGATE_JOB_LEASE_SECONDS", LEASE_SECONDS),
-        ("FLAKEGATE_SWEEP_INTERVAL", "off"),
-    ];
+    let env = [("FLAKEGATE_JOB_LEASE_SECONDS", LEASE_SECONDS)];
     let mut instances = [
         ServeProcess::start("instance-a", &app.fake, &app.db_url, SECRET, &env).await,
         ServeProcess::start("instance-b", &app.fake, &app.db_url, SECRET, &env).await,
