@@ -16,6 +16,7 @@ mod logs;
 mod metrics;
 mod release;
 mod scenarios;
+mod setup;
 mod stolen_verdicts;
 mod store;
 mod support;
