@@ -22,6 +22,8 @@ struct SetupRun {
     /// The page's address, as the command printed it.
     url: String,
     stderr: Arc<Mutex<Vec<String>>>,
+    /// The thread reading stderr: joined in `finish`, so every line is in before it is read.
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Drop for SetupRun {
@@ -54,7 +56,7 @@ impl SetupRun {
         let lines = Arc::new(Mutex::new(Vec::new()));
         let (tx, rx) = mpsc::channel();
         let sink = lines.clone();
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
                 if let Some(i) = line.find("http://127.0.0.1:") {
                     let url: String = line[i..].chars().take_while(|c| !c.is_whitespace()).collect();
@@ -75,6 +77,7 @@ impl SetupRun {
             child,
             url,
             stderr: lines,
+            reader: Some(reader),
         }
     }
 
@@ -87,7 +90,7 @@ impl SetupRun {
         let mut out = String::new();
         self.child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
         let status = self.child.wait().unwrap();
-        // stderr's reader ends with the process; what it holds now is all there is but the tail.
+        self.reader.take().unwrap().join().unwrap();
         let err = self.stderr.lock().unwrap().join("\n");
         (status, out, err)
     }
