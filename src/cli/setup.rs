@@ -52,7 +52,7 @@ pub struct SetupArgs {
     #[arg(long)]
     force: bool,
     /// Write no file: print the `fly secrets set …` command (values shell-quoted) on stdout.
-    #[arg(long, conflicts_with_all = ["force"])]
+    #[arg(long, conflicts_with_all = ["force", "out"])]
     print_fly: bool,
     /// Seconds to wait for GitHub to send you back.
     #[arg(long, value_name = "SECONDS", default_value_t = 900)]
