@@ -4,6 +4,8 @@ WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src
 COPY templates ./templates
+# `flakegate setup` builds the App manifest in.
+COPY app-manifest.yml ./
 COPY examples ./examples
 RUN cargo build --release --locked --bin flakegate
 

@@ -9,6 +9,7 @@ mod check;
 mod ledger;
 mod probe;
 mod serve;
+mod setup;
 
 use crate::evidence::read_text;
 use crate::gate::config::{parse_config, Config, CONFIG_PATH};
@@ -39,6 +40,9 @@ pub enum Cmd {
     Probe(probe::ProbeArgs),
     /// Run the GitHub App: receive signed webhooks and queue them (configured from the environment).
     Serve,
+    /// Create the GitHub App with GitHub's manifest flow, from a page served on 127.0.0.1, and
+    /// write its id, private key and webhook secret to an env file (or print `fly secrets set`).
+    Setup(setup::SetupArgs),
 }
 
 /// Run the command line; returns the exit status.
@@ -48,6 +52,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Cmd::Ledger(cmd) => ledger::run(cmd),
         Cmd::Probe(args) => probe::run(args),
         Cmd::Serve => serve::run(),
+        Cmd::Setup(args) => setup::run(args),
     }
 }
 

@@ -13,6 +13,7 @@ pub mod auth;
 pub mod client;
 pub mod error;
 pub mod event;
+pub mod manifest;
 pub mod types;
 
 pub use artifact::{extract_zip, ArtifactError, ArtifactLimits};

@@ -17,6 +17,7 @@ mod metrics;
 mod release;
 mod scale;
 mod scenarios;
+mod setup;
 mod stolen_verdicts;
 mod store;
 mod support;

@@ -87,7 +87,7 @@ fn to_json_schema(doc: &Value, v: &Value, depth: usize) -> Value {
 }
 
 /// The operation (template, operation object) for a concrete method + path.
-fn operation(method: &str, concrete: &str) -> Option<(String, &'static Value)> {
+pub fn operation(method: &str, concrete: &str) -> Option<(String, &'static Value)> {
     let doc = openapi();
     let segs: Vec<&str> = concrete.trim_start_matches('/').split('/').collect();
     for (template, item) in doc["paths"].as_object()? {
