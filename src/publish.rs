@@ -112,6 +112,29 @@ pub fn inconclusive(head: &str, why: &str) -> CheckRunFields {
     f
 }
 
+/// A merge group's check run still pending when the group left the queue (`reason`: merged,
+/// dequeued, invalidated): completed as `cancelled`, which never counts as passing.
+pub fn cancelled(head: &str, reason: Option<&str>) -> CheckRunFields {
+    let reason = inert::one_line(reason.unwrap_or("destroyed"), 40);
+    let summary = format!(
+        "The merge group at {} left the merge queue ({reason}) before its evidence was judged, so \
+         this check ends here without a verdict. A new merge group gets its own check run.\n",
+        inert::code(head)
+    );
+    let mut f = CheckRunFields::new(head, CheckStatus::Completed);
+    f.conclusion = Some(Conclusion::Cancelled);
+    f.output = Some(CheckOutput {
+        title: cut_chars(
+            &format!("cancelled: the merge group left the queue ({reason})"),
+            TITLE_LIMIT,
+        ),
+        summary: render::truncate(&summary, OUTPUT_MAX_BYTES),
+        text: None,
+        annotations: Vec::new(),
+    });
+    f
+}
+
 fn first_message(report: &Report) -> &str {
     report.first_reason().map(|r| r.message.as_str()).unwrap_or("")
 }

@@ -24,6 +24,8 @@ const MAX_LISTED_FILES: usize = 3000;
 const PER_PAGE: usize = 100;
 /// JSON answers above this are refused rather than buffered.
 const MAX_JSON_BYTES: usize = 64 << 20;
+/// GitHub's compare lists at most this many files, and says nothing when it cut the list.
+const MAX_COMPARE_FILES: usize = 300;
 /// A cached installation token is replaced when it has less than this left.
 const TOKEN_MARGIN_MINUTES: i64 = 5;
 
@@ -330,6 +332,48 @@ impl InstallationClient {
         Ok(PatchSource::Files(Value::Array(files).to_string()))
     }
 
+    /// The unified diff of `base...head` (a merge group's changes), or the compare's files
+    /// listing when GitHub refuses the diff as too large. GitHub cuts that listing at 300
+    /// files without saying so: a listing that long cannot be trusted to be whole.
+    pub async fn compare_diff(
+        &self,
+        repo: &RepoName,
+        base: &CommitSha,
+        head: &CommitSha,
+    ) -> Result<PatchSource, GithubError> {
+        let what = "compare commits";
+        let path = format!("{}/compare/{base}...{head}", repo.api_path());
+        let resp = self
+            .send(what, "GET", &path, None, Some("application/vnd.github.diff"))
+            .await?;
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let bytes = read_body(what, resp, MAX_JSON_BYTES).await?;
+        if status.is_success() {
+            return Ok(PatchSource::Diff(bytes.to_vec()));
+        }
+        let text = String::from_utf8_lossy(&bytes).to_lowercase();
+        let too_large = status == StatusCode::NOT_ACCEPTABLE
+            || (status == StatusCode::UNPROCESSABLE_ENTITY
+                && (text.contains("too_large") || text.contains("too large")));
+        if !too_large {
+            return Err(GithubError::from_response(what, status, &headers, &bytes));
+        }
+        tracing::info!(%repo, %base, %head, %status, "compare diff too large; using the files listing");
+        let v: Value = self.json(what, "GET", &format!("{path}?per_page=1"), None).await?;
+        let files = v
+            .get("files")
+            .and_then(Value::as_array)
+            .cloned()
+            .ok_or_else(|| GithubError::fatal(format!("{what}: the answer lists no files")))?;
+        if files.len() >= MAX_COMPARE_FILES {
+            return Err(GithubError::fatal(format!(
+                "{base}...{head} changes {MAX_COMPARE_FILES} files or more; GitHub's compare lists no more, so the patch cannot be read whole"
+            )));
+        }
+        Ok(PatchSource::Files(Value::Array(files).to_string()))
+    }
+
     // ---- contents --------------------------------------------------------------------------
 
     /// The file at `path` in commit `sha`, or `None` if it does not exist there.
@@ -593,6 +637,26 @@ impl InstallationClient {
 
     // ---- actions ---------------------------------------------------------------------------
 
+    /// The workflow runs triggered by `event` at `head_sha`, newest first (at most 100).
+    pub async fn workflow_runs(
+        &self,
+        repo: &RepoName,
+        event: &str,
+        head_sha: &CommitSha,
+    ) -> Result<Vec<WorkflowRunListed>, GithubError> {
+        let path = format!(
+            "{}/actions/runs?event={}&head_sha={head_sha}&per_page={PER_PAGE}",
+            repo.api_path(),
+            encode_path(event)
+        );
+        let v: WorkflowRunListRaw = self.json("list workflow runs", "GET", &path, None).await?;
+        v.workflow_runs
+            .into_iter()
+            .map(serde_json::from_value)
+            .collect::<Result<_, _>>()
+            .map_err(|e| GithubError::fatal(format!("list workflow runs: {e}")))
+    }
+
     pub async fn rerun_workflow(&self, repo: &RepoName, run_id: u64) -> Result<(), GithubError> {
         let path = format!("{}/actions/runs/{run_id}/rerun", repo.api_path());
         self.call("re-run workflow", "POST", &path, Some(&json!({})), None)
@@ -604,6 +668,11 @@ impl InstallationClient {
 #[derive(Deserialize)]
 struct ArtifactListRaw {
     artifacts: Vec<Value>,
+}
+
+#[derive(Deserialize)]
+struct WorkflowRunListRaw {
+    workflow_runs: Vec<Value>,
 }
 
 #[derive(Deserialize)]

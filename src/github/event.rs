@@ -41,6 +41,9 @@ pub struct Envelope {
 /// `edited` with `changes.base`: the same head against another base.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct PullRequestEvent {
+    /// `ready_for_review` re-judges a head whose evidence was judged while it was a draft.
+    #[serde(default)]
+    pub action: Option<String>,
     #[serde(default)]
     pub number: Option<u64>,
     pub pull_request: PullRequestPayload,
@@ -90,6 +93,32 @@ pub struct WorkflowRun {
     /// Empty (or absent) for a fork's run: GitHub lists only same-repository pull requests.
     #[serde(default)]
     pub pull_requests: Option<Vec<RunPullRequest>>,
+    /// What triggered the run (`pull_request`, `merge_group`, …): a `merge_group` run is
+    /// evidence for the merge group at its head, never for a pull request.
+    #[serde(default)]
+    pub event: Option<String>,
+}
+
+/// `merge_group` checks_requested or destroyed: a merge queue's group, whose head commit
+/// (`base_sha` plus the queued pull requests) needs the required checks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergeGroupEvent {
+    pub merge_group: MergeGroup,
+    /// `destroyed` only: `merged`, `dequeued` or `invalidated`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(flatten)]
+    pub envelope: Envelope,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergeGroup {
+    pub head_sha: String,
+    pub base_sha: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_ref: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_ref: Option<String>,
 }
 
 /// A pull request a workflow run lists; entries GitHub leaves incomplete are skipped.
@@ -220,6 +249,10 @@ pub enum Event {
     CheckRunRequestedAction(CheckRunEvent),
     /// Someone asked for the check suite again.
     CheckSuiteRerequested(CheckSuiteEvent),
+    /// A merge queue asks for the checks of a merge group's head.
+    MergeGroupChecksRequested(MergeGroupEvent),
+    /// A merge group left the queue (merged, dequeued or invalidated): what is pending for it ends.
+    MergeGroupDestroyed(MergeGroupEvent),
 }
 
 /// A delivery as the queue sees it: its action and repository (for logs and the
@@ -274,6 +307,8 @@ enum Kind {
     CheckRunRerequested,
     CheckRunRequestedAction,
     CheckSuiteRerequested,
+    MergeGroupChecksRequested,
+    MergeGroupDestroyed,
 }
 
 /// The one table of what the App acts on: `X-GitHub-Event`, `action`, kind.
@@ -288,6 +323,8 @@ const ACCEPTED: &[(&str, &str, Kind)] = &[
     ("check_run", "rerequested", Kind::CheckRunRerequested),
     ("check_run", "requested_action", Kind::CheckRunRequestedAction),
     ("check_suite", "rerequested", Kind::CheckSuiteRerequested),
+    ("merge_group", "checks_requested", Kind::MergeGroupChecksRequested),
+    ("merge_group", "destroyed", Kind::MergeGroupDestroyed),
 ];
 
 fn kind(name: &str, action: Option<&str>) -> Option<Kind> {
@@ -335,6 +372,8 @@ impl Event {
             Some(Kind::CheckRunRerequested) => Some(typed(|b| from(b).map(Event::CheckRunRerequested))?),
             Some(Kind::CheckRunRequestedAction) => Some(typed(|b| from(b).map(Event::CheckRunRequestedAction))?),
             Some(Kind::CheckSuiteRerequested) => Some(typed(|b| from(b).map(Event::CheckSuiteRerequested))?),
+            Some(Kind::MergeGroupChecksRequested) => Some(typed(|b| from(b).map(Event::MergeGroupChecksRequested))?),
+            Some(Kind::MergeGroupDestroyed) => Some(typed(|b| from(b).map(Event::MergeGroupDestroyed))?),
             None => None,
         };
         Ok(Delivery { action, repo, event })
@@ -347,6 +386,7 @@ impl Event {
             Event::WorkflowRunCompleted(e) => &e.envelope,
             Event::CheckRunRerequested(e) | Event::CheckRunRequestedAction(e) => &e.envelope,
             Event::CheckSuiteRerequested(e) => &e.envelope,
+            Event::MergeGroupChecksRequested(e) | Event::MergeGroupDestroyed(e) => &e.envelope,
         }
     }
 
@@ -379,6 +419,11 @@ impl Event {
             Event::CheckSuiteRerequested(e) => Facts {
                 pr: first(&e.check_suite.pull_requests),
                 head_sha: Some(e.check_suite.head_sha.clone()),
+            },
+            // A merge group is no pull request: its head is all the queue knows it by.
+            Event::MergeGroupChecksRequested(e) | Event::MergeGroupDestroyed(e) => Facts {
+                pr: None,
+                head_sha: Some(e.merge_group.head_sha.clone()),
             },
         }
     }
@@ -461,6 +506,45 @@ mod tests {
         assert!(parse("pull_request", r#"{"repository":{"full_name":"o/r"}}"#)
             .event
             .is_none());
+    }
+
+    #[test]
+    fn merge_groups_are_work_on_their_head() {
+        let mg = r#"{"action":"A","merge_group":{"head_sha":"h","base_sha":"b","head_ref":"refs/heads/gh-readonly-queue/main/pr-1-b","base_ref":"refs/heads/main"},"reason":"dequeued","repository":{"full_name":"o/r"},"installation":{"id":1}}"#;
+        let e = parse("merge_group", &mg.replace('A', "checks_requested"))
+            .event
+            .unwrap();
+        let Event::MergeGroupChecksRequested(g) = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(
+            (g.merge_group.head_sha.as_str(), g.merge_group.base_sha.as_str()),
+            ("h", "b")
+        );
+        // No pull request: the queue's group is known by its head alone.
+        assert_eq!(
+            e.facts(),
+            Facts {
+                pr: None,
+                head_sha: Some("h".into())
+            }
+        );
+        let e = parse("merge_group", &mg.replace('A', "destroyed")).event.unwrap();
+        assert!(matches!(&e, Event::MergeGroupDestroyed(g) if g.reason.as_deref() == Some("dequeued")));
+        assert!(parse("merge_group", &mg.replace('A', "other")).event.is_none());
+        // A group without its base cannot be judged: an error, not a silent pass.
+        let e = Event::parse(
+            "merge_group",
+            br#"{"action":"checks_requested","merge_group":{"head_sha":"h"},"repository":{"full_name":"o/r"}}"#,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("merge_group.checks_requested"), "{e}");
+        // A workflow run says what triggered it.
+        let wr = r#"{"action":"completed","workflow_run":{"id":9,"head_sha":"h","event":"merge_group"},"repository":{"full_name":"o/r"}}"#;
+        let Some(Event::WorkflowRunCompleted(w)) = parse("workflow_run", wr).event else {
+            panic!("workflow_run")
+        };
+        assert_eq!(w.workflow_run.event.as_deref(), Some("merge_group"));
     }
 
     #[test]

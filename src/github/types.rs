@@ -149,6 +149,20 @@ pub enum PatchSource {
     Files(String),
 }
 
+/// A workflow run as the runs listing shows it (the merge group's evidence is found by its
+/// triggering event and head sha).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct WorkflowRunListed {
+    pub id: u64,
+    pub head_sha: String,
+    #[serde(default)]
+    pub event: Option<String>,
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Artifact {
     pub id: u64,
@@ -166,13 +180,16 @@ pub enum CheckStatus {
     Completed,
 }
 
-/// The conclusions flakegate sets (INCONCLUSIVE and FAIL are both `failure`).
+/// The conclusions flakegate sets (INCONCLUSIVE and FAIL are both `failure`; `cancelled` only
+/// for a merge group destroyed while pending).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Conclusion {
     Success,
     Neutral,
     Failure,
+    /// A merge group that left the queue before its evidence was judged.
+    Cancelled,
 }
 
 impl Conclusion {
@@ -181,6 +198,7 @@ impl Conclusion {
             Conclusion::Success => "success",
             Conclusion::Neutral => "neutral",
             Conclusion::Failure => "failure",
+            Conclusion::Cancelled => "cancelled",
         }
     }
 }

@@ -18,6 +18,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
+/// The `X-GitHub-Event` of merge queues, and the `event` of the workflow runs they trigger
+/// (`merge_group.rs` judges those).
+pub(super) const MERGE_GROUP: &str = "merge_group";
+
 /// A pull request to judge at a head, as GitHub has it now (open, at that head, into this
 /// repository): its base is the one it targets today, not the one a payload remembered.
 #[derive(Debug, Clone)]
@@ -60,19 +64,28 @@ impl Drop for Scratch {
 static SCRATCH_SEQ: AtomicU64 = AtomicU64::new(0);
 
 /// `wanted` (a config `workflows` entry: a file name or a path) names the run's workflow file.
-fn workflow_matches(wanted: &str, path: &str) -> bool {
+pub(super) fn workflow_matches(wanted: &str, path: &str) -> bool {
     let wanted = wanted.trim_start_matches("./");
     path == wanted || path.rsplit('/').next() == Some(wanted)
 }
 
-/// One pull request's files as GitHub has them: config, ledger and CODEOWNERS at the
-/// base, the ledger at the head, the diff, and the run's evidence artifact.
+/// Where the patch of a head comes from.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum PatchOf {
+    /// The pull request's diff (or its files listing).
+    Pull(PullNumber),
+    /// `base...head` compared (a merge group's changes).
+    Compare,
+}
+
+/// One pull request's (or merge group's) files as GitHub has them: config, ledger and
+/// CODEOWNERS at the base, the ledger at the head, the diff, and the run's evidence artifact.
 struct PullRequestFiles<'a> {
     worker: &'a Worker,
     t: &'a Target,
     base: CommitSha,
     head: CommitSha,
-    number: PullNumber,
+    patch_of: PatchOf,
     run_id: u64,
     artifact: &'a Artifact,
     scratch: &'a Scratch,
@@ -95,10 +108,16 @@ impl Sources for PullRequestFiles<'_> {
     }
 
     async fn patch(&self) -> Result<Named, Failure> {
-        let number = self.number;
-        Ok(match self.t.client.pull_diff(&self.t.repo, number).await? {
-            PatchSource::Diff(d) => Named::new(format!("pull request {number} diff"), d),
-            PatchSource::Files(f) => Named::new(format!("pull request {number} files"), f.into_bytes()),
+        let (base, head) = (&self.base, &self.head);
+        Ok(match self.patch_of {
+            PatchOf::Pull(number) => match self.t.client.pull_diff(&self.t.repo, number).await? {
+                PatchSource::Diff(d) => Named::new(format!("pull request {number} diff"), d),
+                PatchSource::Files(f) => Named::new(format!("pull request {number} files"), f.into_bytes()),
+            },
+            PatchOf::Compare => match self.t.client.compare_diff(&self.t.repo, base, head).await? {
+                PatchSource::Diff(d) => Named::new(format!("{base}...{head} diff"), d),
+                PatchSource::Files(f) => Named::new(format!("{base}...{head} files"), f.into_bytes()),
+            },
         })
     }
 
@@ -160,6 +179,9 @@ impl Worker {
     // ---- workflow_run: evaluate -------------------------------------------------------------
 
     pub(super) async fn workflow_run(&self, t: &Target, run: &WorkflowRun) -> Result<(), Failure> {
+        if run.event.as_deref() == Some(MERGE_GROUP) {
+            return self.merge_group_run_completed(t, run).await;
+        }
         let head = run.head_sha.as_str();
         // A number means something only in its base repository: a fork's own pull requests
         // are listed too. Unknown repositories (ours or theirs) are not trusted.
@@ -304,8 +326,12 @@ impl Worker {
             Ok(c) => c,
             Err(why) => return Ok(Judged::Failed { why, evidence: false }),
         };
+        let patch_of = PatchOf::Pull(PullNumber(pr.number));
         Ok(
-            match settle(self.evaluate_pr(t, head, pr, run_id, workflow_path, config).await)? {
+            match settle(
+                self.evaluate_at(t, head, &pr.base_sha, patch_of, run_id, workflow_path, config)
+                    .await,
+            )? {
                 Ok(Some((report, config))) => {
                     tracing::info!(verdict = %report.verdict, pull_request = pr.number, "evaluated");
                     Judged::Report(Box::new(report), Box::new(config))
@@ -316,20 +342,21 @@ impl Worker {
         )
     }
 
-    /// The report of `pr` at `head` under `config` (read at its base), or `None` when the run
-    /// is not this pull request's evidence.
-    async fn evaluate_pr(
+    /// The report of `base_sha`..`head` (a pull request's, or a merge group's) under `config`
+    /// (read at the base), or `None` when the run is not its evidence.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn evaluate_at(
         &self,
         t: &Target,
         head: &str,
-        pr: &PrRef,
+        base_sha: &str,
+        patch_of: PatchOf,
         run_id: u64,
         workflow_path: &str,
         config: ConfigRead,
     ) -> Result<Option<(Report, Config)>, Failure> {
-        let base = CommitSha::from(pr.base_sha.as_str());
+        let base = CommitSha::from(base_sha);
         let head_sha = CommitSha::from(head);
-        let number = PullNumber(pr.number);
 
         let wanted = &config.config.evidence.workflows;
         if !wanted.is_empty() && !wanted.iter().any(|w| workflow_matches(w, workflow_path)) {
@@ -367,7 +394,7 @@ impl Worker {
             t,
             base,
             head: head_sha,
-            number,
+            patch_of,
             run_id,
             artifact,
             scratch: &scratch,
@@ -375,7 +402,7 @@ impl Worker {
         };
         let judging = Judging {
             today: self.now().date_naive(),
-            base_sha: Some(pr.base_sha.clone()),
+            base_sha: Some(base_sha.to_owned()),
             head_sha: Some(head.to_owned()),
             workflow: (!workflow_path.is_empty()).then(|| workflow_path.to_owned()),
         };
@@ -415,6 +442,9 @@ impl Worker {
     }
 
     pub(super) async fn reevaluate(&self, t: &Target, head: &str) -> Result<(), Failure> {
+        if let Some(group) = self.merge_group_at(t, head).await? {
+            return self.reevaluate_merge_group(t, &group).await;
+        }
         match self.evidence_run(t, head).await? {
             Some(run) => {
                 self.judge_head(t, head, run.run_id, &run.workflow_path, &[], true)

@@ -9,6 +9,7 @@
 //! run as INCONCLUSIVE (conclusion `failure`) saying why.
 
 mod judge;
+mod merge_group;
 mod publishing;
 
 use crate::evidence::assemble::{ConfigRead, Named};
@@ -162,6 +163,9 @@ struct EvidenceTimeout {
     artifact: String,
     workflows: Vec<String>,
     timeout_minutes: u32,
+    /// The head is a merge group's: the evidence comes from a `merge_group` run.
+    #[serde(default)]
+    merge_group: bool,
 }
 
 /// A job's work, parsed from its stored payload.
@@ -463,6 +467,8 @@ impl Worker {
             Work::EvidenceTimeout(deadline) => self.evidence_timeout(&t, &deadline).await,
             Work::Event(Event::CheckRunRerequested(e)) => self.reevaluate(&t, &e.check_run.head_sha).await,
             Work::Event(Event::CheckSuiteRerequested(e)) => self.reevaluate(&t, &e.check_suite.head_sha).await,
+            Work::Event(Event::MergeGroupChecksRequested(e)) => self.merge_group_requested(&t, &e).await,
+            Work::Event(Event::MergeGroupDestroyed(e)) => self.merge_group_destroyed(&t, &e).await,
             Work::Event(ref event @ Event::CheckRunRequestedAction(ref e)) => match event.requested_action() {
                 Some(RequestedAction::Rerun) => self.rerun(&t, &e.check_run.head_sha).await,
                 Some(RequestedAction::Reevaluate) => self.reevaluate(&t, &e.check_run.head_sha).await,
@@ -551,9 +557,15 @@ impl Worker {
             .map_err(store_err)?
             .is_some();
         let evidence = self.store.evidence_run(&repo, head.as_str()).await.map_err(store_err)?;
+        let ready = e.action.as_deref() == Some("ready_for_review");
         match evidence {
             // This pull request's verdict on this head and base is new: judge the head again.
             Some(_) if !known => return self.reevaluate(t, head.as_str()).await,
+            // A draft made ready: judged again on the evidence its head already has.
+            Some(_) if ready => {
+                tracing::info!("ready for review: the head's evidence is judged again");
+                return self.reevaluate(t, head.as_str()).await;
+            }
             _ if has_check => {
                 tracing::info!("check run already exists for this head");
                 return Ok(());
@@ -579,13 +591,16 @@ impl Worker {
             .await
             .map_err(store_err)?;
         tracing::info!(check_run = run.id, "check run queued");
-        self.schedule_timeout(e, &t.repo, head.as_str(), &config).await
+        self.schedule_timeout(&e.envelope, e.pull_request.number, &t.repo, head.as_str(), &config)
+            .await
     }
 
-    /// Queue the evidence deadline for this head (once: the delivery id is derived from it).
+    /// Queue the evidence deadline for this head (once: the delivery id is derived from it);
+    /// `pr` is `None` for a merge group's head.
     async fn schedule_timeout(
         &self,
-        e: &PullRequestEvent,
+        envelope: &Envelope,
+        pr: Option<u64>,
         repo: &RepoName,
         head: &str,
         config: &Config,
@@ -596,21 +611,22 @@ impl Worker {
             envelope: Envelope {
                 repository: crate::github::event::Repository {
                     full_name: repo.to_string(),
-                    id: e.envelope.repository.id,
+                    id: envelope.repository.id,
                 },
-                installation: e.envelope.installation,
+                installation: envelope.installation,
             },
             head_sha: head.to_owned(),
             artifact: config.evidence.artifact.clone(),
             workflows: config.evidence.workflows.clone(),
             timeout_minutes: minutes,
+            merge_group: pr.is_none(),
         };
         let delivery = NewDelivery {
             delivery_id: format!("{EVIDENCE_TIMEOUT_EVENT}/{repo}/{head}"),
             event: EVIDENCE_TIMEOUT_EVENT.to_owned(),
             action: None,
             repo: Some(repo.to_string()),
-            pr: e.pull_request.number,
+            pr,
             head_sha: Some(head.to_owned()),
             payload: serde_json::to_string(&deadline).map_err(|e| fatal(format!("evidence deadline: {e}")))?,
         };
@@ -630,12 +646,22 @@ impl Worker {
                 } else {
                     format!("workflow {}", d.workflows.join(" or "))
                 };
-                let why = format!(
-                    "no evidence arrived within {} minutes: waited for the artifact `{}` from {from} on \
-                     `{head}`. Was the evidence workflow path-filtered away, cancelled, or never added \
-                     (`templates/workflows/flakegate-evidence.yml`)?",
-                    d.timeout_minutes, d.artifact
-                );
+                let why = if d.merge_group {
+                    format!(
+                        "no evidence arrived within {} minutes: waited for the artifact `{}` from {from} \
+                         triggered by `merge_group` on the merge group's head `{head}`. Does the evidence \
+                         workflow run `on: merge_group` (`templates/workflows/flakegate-evidence.yml`), and was \
+                         it cancelled?",
+                        d.timeout_minutes, d.artifact
+                    )
+                } else {
+                    format!(
+                        "no evidence arrived within {} minutes: waited for the artifact `{}` from {from} on \
+                         `{head}`. Was the evidence workflow path-filtered away, cancelled, or never added \
+                         (`templates/workflows/flakegate-evidence.yml`)?",
+                        d.timeout_minutes, d.artifact
+                    )
+                };
                 let fields = publish::inconclusive(head, &why);
                 let id = self.upsert_check(t, &sha, &fields).await?;
                 tracing::warn!(check_run = id, "evidence timed out: {why}");

@@ -22,6 +22,7 @@ fn manifest_permissions_and_events() {
         ("contents", "read"),
         ("actions", "read"),
         ("metadata", "read"),
+        ("merge_queues", "read"),
     ] {
         assert_eq!(perms[k].as_str(), Some(v), "permission {k}");
     }
@@ -73,6 +74,16 @@ fn evidence_workflow_uploads_what_the_gate_reads() {
         "path: evidence/probe",
         "evidence/meta.json",
     ] {
+        assert!(text.contains(part), "workflow lacks {part}");
+    }
+    // Merge queues: the run for a merge group is its evidence, checked out at the group's shas.
+    assert!(
+        w["on"]["merge_group"]["types"]
+            .as_sequence()
+            .is_some_and(|t| t.iter().any(|a| a.as_str() == Some("checks_requested"))),
+        "the workflow runs on merge_group checks_requested"
+    );
+    for part in ["github.event.merge_group.base_sha", "github.event.merge_group.head_sha"] {
         assert!(text.contains(part), "workflow lacks {part}");
     }
     // K matrix entries match K.

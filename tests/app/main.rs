@@ -13,6 +13,7 @@ mod hostile;
 mod hostile_output;
 mod leases;
 mod logs;
+mod merge_queue;
 mod metrics;
 mod release;
 mod scale;

@@ -34,6 +34,8 @@ pub mod op {
     pub const COMMIT_CHECK_RUNS: &str = "/repos/{owner}/{repo}/commits/{ref}/check-runs";
     pub const ISSUE_COMMENTS: &str = "/repos/{owner}/{repo}/issues/{issue_number}/comments";
     pub const COMMENT: &str = "/repos/{owner}/{repo}/issues/comments/{comment_id}";
+    pub const COMPARE: &str = "/repos/{owner}/{repo}/compare/{base}...{head}";
+    pub const RUNS: &str = "/repos/{owner}/{repo}/actions/runs";
 }
 
 /// An evidence artifact as a workflow run left it.
@@ -99,6 +101,22 @@ pub struct PullState {
 }
 
 #[derive(Debug, Clone)]
+struct CompareState {
+    diff: String,
+    too_large: bool,
+}
+
+/// A workflow run the runs listing shows.
+#[derive(Debug, Clone)]
+pub struct ListedRun {
+    pub id: u64,
+    pub event: String,
+    pub head_sha: String,
+    pub path: String,
+    pub status: String,
+}
+
+#[derive(Debug, Clone)]
 struct RunState {
     artifact_name: String,
     artifact: ArtifactState,
@@ -130,6 +148,10 @@ struct RepoState {
     check_runs: Vec<CheckRunState>,
     comments: Vec<CommentState>,
     reruns: Vec<u64>,
+    /// (base, head) → the unified diff `compare/{base}...{head}` serves (a merge group's).
+    compares: BTreeMap<(String, String), CompareState>,
+    /// Workflow runs as `GET /actions/runs` lists them, oldest first.
+    listed_runs: Vec<ListedRun>,
     failures: Vec<FailRule>,
     stalls: Vec<StallRule>,
     /// (method, template, path with query) of every request served or refused here.
@@ -266,6 +288,31 @@ impl FakeRepo {
                 artifact_id,
             },
         );
+    }
+
+    /// `compare/{base}...{head}` serves `diff` (diff media type) and the files listing derived
+    /// from it (JSON), as GitHub does for a merge group's commits.
+    pub fn add_compare(&self, base_sha: &str, head_sha: &str, diff: &str) {
+        self.st().compares.insert(
+            (base_sha.to_owned(), head_sha.to_owned()),
+            CompareState {
+                diff: diff.to_owned(),
+                too_large: false,
+            },
+        );
+    }
+
+    /// The compare's diff media type answers GitHub's 406 "too large": the App must read the
+    /// compare's files listing (which GitHub cuts at 300 files).
+    pub fn set_compare_too_large(&self, base_sha: &str, head_sha: &str) {
+        if let Some(c) = self.st().compares.get_mut(&(base_sha.to_owned(), head_sha.to_owned())) {
+            c.too_large = true;
+        }
+    }
+
+    /// A workflow run `GET /actions/runs` lists (filtered by `event` and `head_sha`, newest first).
+    pub fn list_run(&self, run: ListedRun) {
+        self.st().listed_runs.push(run);
     }
 
     /// A check run that already exists on GitHub (say, from before the App's database was lost).
@@ -409,6 +456,11 @@ impl FakeRepo {
             .filter(|c| c.head_sha == head_sha)
             .cloned()
             .collect()
+    }
+
+    /// Every comment, on any pull request, oldest first.
+    pub fn all_comments(&self) -> Vec<CommentState> {
+        self.st().comments.clone()
     }
 
     /// The comments on pull request `pr`, oldest first.
@@ -603,6 +655,51 @@ impl FakeRepo {
                     })),
                     ArtifactState::Missing => not_found(),
                 }
+            }
+            ("GET", op::COMPARE) => {
+                let Some((base, head)) = seg(1).split_once("...") else {
+                    return not_found();
+                };
+                let Some(c) = st.compares.get(&(base.to_owned(), head.to_owned())) else {
+                    return not_found();
+                };
+                if accept.contains("diff") {
+                    if c.too_large {
+                        return ResponseTemplate::new(406).set_body_json(json!({
+                            "message": "Sorry, this diff is taking too long to generate.",
+                            "errors": [{ "resource": "Comparison", "field": "diff", "code": "too_large" }],
+                            "documentation_url": "https://docs.github.com/rest/commits/commits#compare-two-commits",
+                        }));
+                    }
+                    return ResponseTemplate::new(200).set_body_raw(c.diff.clone().into_bytes(), "text/x-diff");
+                }
+                // GitHub lists at most 300 files, on the first page only, and says nothing of a cut.
+                let files: Vec<Value> = files_listing(&c.diff).into_iter().take(300).collect();
+                let files = if page == 1 { files } else { Vec::new() };
+                ResponseTemplate::new(200).set_body_json(json!({
+                    "status": "ahead", "ahead_by": 1, "behind_by": 0, "total_commits": 1,
+                    "commits": [], "files": files,
+                }))
+            }
+            ("GET", op::RUNS) => {
+                let event = query("event");
+                let head = query("head_sha");
+                let runs: Vec<Value> = st
+                    .listed_runs
+                    .iter()
+                    .rev()
+                    .filter(|r| event.as_deref().is_none_or(|e| r.event == e))
+                    .filter(|r| head.as_deref().is_none_or(|h| r.head_sha == h))
+                    .map(|r| {
+                        json!({
+                            "id": r.id, "head_sha": r.head_sha, "event": r.event, "path": r.path,
+                            "status": r.status,
+                            "conclusion": if r.status == "completed" { json!("success") } else { Value::Null },
+                        })
+                    })
+                    .collect();
+                let total = runs.len();
+                ResponseTemplate::new(200).set_body_json(json!({ "total_count": total, "workflow_runs": paged(runs) }))
             }
             ("POST", op::RERUN) => {
                 let Some(id) = num(2).filter(|id| st.runs.contains_key(id)) else {
