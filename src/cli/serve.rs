@@ -34,8 +34,12 @@ pub fn run() -> anyhow::Result<i32> {
             .context("FLAKEGATE_GITHUB_API_URL")?
             .with_metrics(metrics.clone());
         let store = Arc::new(store);
-        let worker = Worker::new(store.clone(), github, WorkerConfig::default(), Arc::new(Utc::now))
-            .with_metrics(metrics.clone());
+        let worker_config = WorkerConfig {
+            sweep_interval: config.sweep_interval,
+            ..WorkerConfig::default()
+        };
+        let worker =
+            Worker::new(store.clone(), github, worker_config, Arc::new(Utc::now)).with_metrics(metrics.clone());
         server::serve(&config, store, metrics, Some(worker.into_task())).await
     })?;
     Ok(0)

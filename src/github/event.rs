@@ -15,6 +15,9 @@ pub struct Repository {
     /// repository by it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<u64>,
+    /// The default branch's name (payloads of `push` and the installation listings carry it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_branch: Option<String>,
 }
 
 /// The App installation a delivery is for (absent in some sample payloads; the worker
@@ -119,6 +122,29 @@ pub struct RunRepo {
     pub id: Option<u64>,
 }
 
+/// `push`: commits pushed to a branch (or a tag); the App acts on pushes to the default
+/// branch (the ledger there may have changed).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PushEvent {
+    /// `refs/heads/<branch>` or `refs/tags/<tag>`.
+    #[serde(rename = "ref")]
+    pub git_ref: String,
+    /// The branch's new head (all zeros when the branch was deleted).
+    pub after: String,
+    #[serde(default)]
+    pub deleted: bool,
+    #[serde(flatten)]
+    pub envelope: Envelope,
+}
+
+impl PushEvent {
+    /// The pushed branch is the repository's default branch (and still exists).
+    pub fn to_default_branch(&self) -> bool {
+        let branch = self.git_ref.strip_prefix("refs/heads/");
+        !self.deleted && branch.is_some() && branch == self.envelope.repository.default_branch.as_deref()
+    }
+}
+
 /// The app that made a check run or check suite.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct AppOf {
@@ -220,6 +246,8 @@ pub enum Event {
     CheckRunRequestedAction(CheckRunEvent),
     /// Someone asked for the check suite again.
     CheckSuiteRerequested(CheckSuiteEvent),
+    /// Commits were pushed (the worker acts on the default branch only).
+    Push(PushEvent),
 }
 
 /// A delivery as the queue sees it: its action and repository (for logs and the
@@ -274,6 +302,7 @@ enum Kind {
     CheckRunRerequested,
     CheckRunRequestedAction,
     CheckSuiteRerequested,
+    Push,
 }
 
 /// The one table of what the App acts on: `X-GitHub-Event`, `action`, kind.
@@ -288,10 +317,12 @@ const ACCEPTED: &[(&str, &str, Kind)] = &[
     ("check_run", "rerequested", Kind::CheckRunRerequested),
     ("check_run", "requested_action", Kind::CheckRunRequestedAction),
     ("check_suite", "rerequested", Kind::CheckSuiteRerequested),
+    // A push has no `action`: the empty action stands for its absence.
+    ("push", "", Kind::Push),
 ];
 
 fn kind(name: &str, action: Option<&str>) -> Option<Kind> {
-    let action = action?;
+    let action = action.unwrap_or("");
     ACCEPTED
         .iter()
         .find(|(n, a, _)| *n == name && *a == action)
@@ -335,6 +366,7 @@ impl Event {
             Some(Kind::CheckRunRerequested) => Some(typed(|b| from(b).map(Event::CheckRunRerequested))?),
             Some(Kind::CheckRunRequestedAction) => Some(typed(|b| from(b).map(Event::CheckRunRequestedAction))?),
             Some(Kind::CheckSuiteRerequested) => Some(typed(|b| from(b).map(Event::CheckSuiteRerequested))?),
+            Some(Kind::Push) => Some(typed(|b| from(b).map(Event::Push))?),
             None => None,
         };
         Ok(Delivery { action, repo, event })
@@ -347,6 +379,7 @@ impl Event {
             Event::WorkflowRunCompleted(e) => &e.envelope,
             Event::CheckRunRerequested(e) | Event::CheckRunRequestedAction(e) => &e.envelope,
             Event::CheckSuiteRerequested(e) => &e.envelope,
+            Event::Push(e) => &e.envelope,
         }
     }
 
@@ -379,6 +412,10 @@ impl Event {
             Event::CheckSuiteRerequested(e) => Facts {
                 pr: first(&e.check_suite.pull_requests),
                 head_sha: Some(e.check_suite.head_sha.clone()),
+            },
+            Event::Push(e) => Facts {
+                pr: None,
+                head_sha: Some(e.after.clone()),
             },
         }
     }
@@ -456,7 +493,26 @@ mod tests {
         let cs = r#"{"action":"A","check_suite":{"head_sha":"h","pull_requests":[]},"repository":{"full_name":"o/r"}}"#;
         assert!(parse("check_suite", &cs.replace('A', "rerequested")).event.is_some());
         assert!(parse("check_suite", &cs.replace('A', "requested")).event.is_none());
-        assert!(parse("push", r#"{"repository":{"full_name":"o/r"}}"#).event.is_none());
+        // A push (no action) is work; which branch it was to the worker decides.
+        let push = r#"{"ref":"refs/heads/main","after":"a1","repository":{"full_name":"o/r","default_branch":"main"}}"#;
+        let Some(Event::Push(p)) = parse("push", push).event else {
+            panic!("push is accepted")
+        };
+        assert!(p.to_default_branch());
+        assert_eq!(Event::Push(p.clone()).facts().head_sha.as_deref(), Some("a1"));
+        for other in [
+            push.replace("refs/heads/main", "refs/heads/feature"),
+            push.replace("refs/heads/main", "refs/tags/main"),
+            push.replace(r#""after""#, r#""deleted":true,"after""#),
+        ] {
+            let Some(Event::Push(p)) = parse("push", &other).event else {
+                panic!("{other}")
+            };
+            assert!(!p.to_default_branch(), "{other}");
+        }
+        assert!(Event::parse("push", br#"{"repository":{"full_name":"o/r"}}"#).is_err());
+        assert!(Event::accepts("push", None));
+        assert!(!Event::accepts("pull_request", None));
         assert!(parse("ping", r#"{"zen":"z"}"#).event.is_none());
         assert!(parse("pull_request", r#"{"repository":{"full_name":"o/r"}}"#)
             .event

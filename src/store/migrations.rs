@@ -40,6 +40,8 @@ CREATE TABLE comments (
     PR_VERDICTS,
     // 5: the run of the evidence workflow last judged for a head (re-run / re-evaluate act on it).
     EVIDENCE_RUNS,
+    // 6: the expired-freezes issue per repository, and short-lived named locks.
+    EXPIRY_ISSUES,
 ];
 
 /// The latest delivery of an event for a head (`Store::latest_delivery`); same on both backends.
@@ -59,6 +61,12 @@ const PR_VERDICTS: &str = "CREATE TABLE pr_verdicts (repo TEXT NOT NULL, head_sh
 const EVIDENCE_RUNS: &str =
     "CREATE TABLE evidence_runs (repo TEXT NOT NULL, head_sha TEXT NOT NULL, run_id BIGINT NOT \
                              NULL, workflow_path TEXT NOT NULL, PRIMARY KEY (repo, head_sha))";
+
+/// The expired-freezes issue of each repository (`Store::expiry_issue`; issue 0: none open) and
+/// named locks with an expiry (`Store::try_lock`). Two statements, the same on both backends.
+const EXPIRY_ISSUES: &str = "CREATE TABLE expiry_issues (repo TEXT PRIMARY KEY, issue_number BIGINT NOT NULL, \
+                             list_sha256 TEXT NOT NULL); CREATE TABLE named_locks (name TEXT PRIMARY KEY, owner \
+                             TEXT NOT NULL, until_ms BIGINT NOT NULL)";
 
 /// PostgreSQL: the same tables and types as SQLite, so both decode into the same rows.
 pub const POSTGRES: &[&str] = &[
@@ -99,6 +107,8 @@ CREATE TABLE comments (
     PR_VERDICTS,
     // 5
     EVIDENCE_RUNS,
+    // 6
+    EXPIRY_ISSUES,
 ];
 
 pub const CREATE_VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY)";

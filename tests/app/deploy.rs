@@ -22,6 +22,7 @@ fn manifest_permissions_and_events() {
         ("contents", "read"),
         ("actions", "read"),
         ("metadata", "read"),
+        ("issues", "write"),
     ] {
         assert_eq!(perms[k].as_str(), Some(v), "permission {k}");
     }
