@@ -716,6 +716,7 @@ pub fn expired_freezes_body(
                 ledger => ledger,
                 branch => branch,
                 warning_days => notice.warning_days,
+                unmapped => notice.entries.iter().any(|e| e.handle.is_none()),
                 mentions => mentions,
                 entries => entries,
             })

@@ -552,3 +552,32 @@ async fn concurrent_instances_and_a_restart_keep_exactly_one_issue() {
     assert_eq!(again.issue_number, Some(issues.ours()[0].number));
     app.fake.verify().await;
 }
+
+#[tokio::test]
+async fn ledger_text_goes_out_inert() {
+    let (app, repo, issues) = app_with_repo().await;
+    repo.put_file(
+        "main",
+        LEDGER_PATH,
+        &ledger(&[entry(
+            "tests/test_x.py::test_y[@octo-org/everyone|`x`]",
+            "ops <img src=x> @mallory",
+            "2026-11-01",
+        )]),
+    );
+    app.deliver("push", &push("refs/heads/main", &"a".repeat(40))).await;
+    app.worker.run_until_idle().await.unwrap();
+    let ours = issues.ours();
+    assert_eq!(ours.len(), 1);
+    let body = &ours[0].body;
+    // No handle: nobody mentioned; the HTML only inside a code span, the node id kept whole.
+    assert!(body.contains("| `ops <img src=x> mallory` |"), "{body}");
+    assert!(
+        body.contains(r"``tests/test_x.py::test_y[@octo-org/everyone\|`x`]``"),
+        "{body}"
+    );
+    assert!(!body.contains(" @mallory"), "{body}");
+    assert!(!body.contains("\n@"), "{body}");
+    assert!(body.contains("Owners shown without an `@`"), "{body}");
+    app.fake.verify().await;
+}
