@@ -366,7 +366,11 @@ impl Event {
             Some(Kind::CheckRunRerequested) => Some(typed(|b| from(b).map(Event::CheckRunRerequested))?),
             Some(Kind::CheckRunRequestedAction) => Some(typed(|b| from(b).map(Event::CheckRunRequestedAction))?),
             Some(Kind::CheckSuiteRerequested) => Some(typed(|b| from(b).map(Event::CheckSuiteRerequested))?),
-            Some(Kind::Push) => Some(typed(|b| from(b).map(Event::Push))?),
+            // Only a push to the default branch is work (its ledger may have changed).
+            Some(Kind::Push) => {
+                let e = typed(|b| from(b).map(Event::Push))?;
+                matches!(&e, Event::Push(p) if p.to_default_branch()).then_some(e)
+            }
             None => None,
         };
         Ok(Delivery { action, repo, event })
@@ -504,11 +508,9 @@ mod tests {
             push.replace("refs/heads/main", "refs/heads/feature"),
             push.replace("refs/heads/main", "refs/tags/main"),
             push.replace(r#""after""#, r#""deleted":true,"after""#),
+            push.replace(r#","default_branch":"main""#, ""),
         ] {
-            let Some(Event::Push(p)) = parse("push", &other).event else {
-                panic!("{other}")
-            };
-            assert!(!p.to_default_branch(), "{other}");
+            assert!(parse("push", &other).event.is_none(), "{other}");
         }
         assert!(Event::parse("push", br#"{"repository":{"full_name":"o/r"}}"#).is_err());
         assert!(Event::accepts("push", None));
