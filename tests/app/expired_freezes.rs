@@ -15,6 +15,7 @@ use crate::support::app_harness::{patch_repo, sample, App, CONFIG_PATH, INSTALLA
 use crate::support::fake_github::{example, FakeGithub, APP_ID};
 use crate::support::fake_repo::FakeRepo;
 
+const DAY: std::time::Duration = std::time::Duration::from_secs(86_400);
 const MARKER: &str = "<!-- flakegate:expired-freezes -->";
 const ISSUES: &str = "/repos/{owner}/{repo}/issues";
 const ISSUE: &str = "/repos/{owner}/{repo}/issues/{issue_number}";
@@ -226,7 +227,7 @@ fn push(git_ref: &str, after: &str) -> Value {
 }
 
 async fn app_with_repo() -> (App, FakeRepo, FakeIssues) {
-    let app = App::start(RetryPolicy::default()).await;
+    let app = App::start_with(RetryPolicy::default(), |c| c.sweep_interval = Some(DAY)).await;
     let repo = FakeRepo::mount(&app.fake, OWNER, NAME).await;
     let issues = FakeIssues::mount(&app.fake, OWNER, NAME).await;
     repo.put_file("main", CONFIG_PATH, CONFIG.as_bytes());
@@ -414,7 +415,7 @@ async fn mount_installations(fake: &FakeGithub, repos: &[(u64, &[(&str, bool)])]
 
 #[tokio::test]
 async fn the_periodic_sweep_covers_every_installation_paced_and_once_per_interval() {
-    let app = App::start(RetryPolicy::default()).await;
+    let app = App::start_with(RetryPolicy::default(), |c| c.sweep_interval = Some(DAY)).await;
     let fake = &app.fake;
     // Installation 1: the harness's repository (expired entries) and an archived one (never
     // read). Installation 2: a repository without a ledger, and one with an expired entry.
@@ -483,7 +484,7 @@ async fn the_periodic_sweep_covers_every_installation_paced_and_once_per_interva
 
 #[tokio::test]
 async fn a_sweep_skips_an_installation_low_on_rate_limit() {
-    let app = App::start(RetryPolicy::default()).await;
+    let app = App::start_with(RetryPolicy::default(), |c| c.sweep_interval = Some(DAY)).await;
     let repo = FakeRepo::mount(&app.fake, OWNER, NAME).await;
     let issues = FakeIssues::mount(&app.fake, OWNER, NAME).await;
     repo.put_file("main", LEDGER_PATH, &expired_ledger());
