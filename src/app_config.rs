@@ -4,6 +4,7 @@
 use secrecy::SecretString;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::time::Duration;
 
 /// Default `DATABASE_URL`: an SQLite file in the working directory, created on first use.
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://flakegate.db?mode=rwc";
@@ -12,6 +13,8 @@ pub const DEFAULT_LISTEN: &str = "0.0.0.0:3000";
 /// Default `FLAKEGATE_JOB_LEASE_SECONDS`: how long a claimed job is an instance's before
 /// another instance may take it over (its heartbeat renews it every quarter of that).
 pub const DEFAULT_JOB_LEASE_SECONDS: u64 = 600;
+/// How often the expired-freezes sweep runs unless `FLAKEGATE_SWEEP_INTERVAL` says otherwise.
+pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(24 * 3600);
 
 #[derive(Debug, Clone)]
 pub struct AppConfig {
@@ -27,6 +30,9 @@ pub struct AppConfig {
     /// How long a claimed job stays with this instance without a heartbeat; a killed
     /// instance's job is taken over by another instance after it.
     pub job_lease: std::time::Duration,
+    /// `FLAKEGATE_SWEEP_INTERVAL`: how often every repository's ledger is swept for expired
+    /// freezes (default daily); `None` (`off` or `0`): never.
+    pub sweep_interval: Option<Duration>,
 }
 
 /// A setting that is missing or malformed; the message names the variable.
@@ -129,6 +135,11 @@ impl AppConfig {
             }
         };
 
+        let sweep_interval = match get("FLAKEGATE_SWEEP_INTERVAL") {
+            None => Some(DEFAULT_SWEEP_INTERVAL),
+            Some(v) => parse_interval(&v).map_err(|reason| invalid("FLAKEGATE_SWEEP_INTERVAL", reason))?,
+        };
+
         Ok(AppConfig {
             job_lease: std::time::Duration::from_secs(job_lease),
             app_id,
@@ -137,8 +148,39 @@ impl AppConfig {
             github_api_url,
             database_url: SecretString::from(database_url),
             listen,
+            sweep_interval,
         })
     }
+}
+
+/// `off` or `0` (never), or a whole number of seconds, optionally with a unit: `90s`, `30m`,
+/// `12h`, `1d`.
+fn parse_interval(v: &str) -> Result<Option<Duration>, String> {
+    let v = v.trim().to_ascii_lowercase();
+    if v == "off" || v == "0" {
+        return Ok(None);
+    }
+    let (digits, unit) = v.split_at(v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len()));
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("expected off, or a duration such as 24h, 30m or 3600s; got {v:?}"))?;
+    let secs = match unit {
+        "" | "s" => Some(n),
+        "m" => n.checked_mul(60),
+        "h" => n.checked_mul(3600),
+        "d" => n.checked_mul(86_400),
+        _ => None,
+    }
+    .ok_or_else(|| format!("expected off, or a duration such as 24h, 30m or 3600s; got {v:?}"))?;
+    if secs == 0 {
+        return Ok(None);
+    }
+    if secs < 60 {
+        return Err(format!(
+            "{v:?} is under a minute: the sweep lists every repository of every installation"
+        ));
+    }
+    Ok(Some(Duration::from_secs(secs)))
 }
 
 fn check_pem(var: &'static str, pem: String) -> Result<SecretString, ConfigError> {
@@ -282,6 +324,33 @@ mod tests {
             e.push((var, value));
             let err = AppConfig::from_env(env(&e)).unwrap_err().to_string();
             assert!(err.starts_with(&format!("{var} is invalid")), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_sweep_interval_is_daily_unless_set() {
+        let day = Some(Duration::from_secs(86_400));
+        assert_eq!(AppConfig::from_env(env(&base())).unwrap().sweep_interval, day);
+        for (v, want) in [
+            ("off", None),
+            ("OFF", None),
+            ("0", None),
+            ("0h", None),
+            ("1d", day),
+            ("24h", day),
+            ("30m", Some(Duration::from_secs(1800))),
+            ("3600", Some(Duration::from_secs(3600))),
+            ("90s", Some(Duration::from_secs(90))),
+        ] {
+            let mut e = base();
+            e.push(("FLAKEGATE_SWEEP_INTERVAL", v));
+            assert_eq!(AppConfig::from_env(env(&e)).unwrap().sweep_interval, want, "{v}");
+        }
+        for v in ["daily", "5s", "-1h", "1w", "h"] {
+            let mut e = base();
+            e.push(("FLAKEGATE_SWEEP_INTERVAL", v));
+            let err = AppConfig::from_env(env(&e)).unwrap_err().to_string();
+            assert!(err.starts_with("FLAKEGATE_SWEEP_INTERVAL is invalid"), "{v}: {err}");
         }
     }
 }

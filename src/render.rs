@@ -11,6 +11,7 @@ use std::path::Path;
 /// The bundled templates; `--templates DIR` overrides any of them by file name.
 pub const CHECK_SUMMARY: &str = include_str!("../templates/check-summary.md.j2");
 pub const COMMENT: &str = include_str!("../templates/comment.md.j2");
+pub const EXPIRED_FREEZES: &str = include_str!("../templates/expired-freezes.md.j2");
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

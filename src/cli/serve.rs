@@ -40,6 +40,7 @@ pub fn run() -> anyhow::Result<i32> {
         let worker_config = WorkerConfig {
             lease: config.job_lease,
             heartbeat: config.job_lease / 4,
+            sweep_interval: config.sweep_interval,
             ..WorkerConfig::default()
         };
         let worker =

@@ -26,6 +26,7 @@ pub mod codeowners;
 pub mod config;
 pub mod coverage;
 pub mod error;
+pub mod expiry;
 pub mod inert;
 pub mod input;
 pub(crate) mod json_spans;

@@ -114,6 +114,41 @@ impl GithubApp {
     }
 }
 
+impl GithubApp {
+    /// Every installation of the App (`GET /app/installations`, as the App itself with its JWT).
+    pub async fn installations(&self) -> Result<Vec<InstallationId>, GithubError> {
+        #[derive(Deserialize)]
+        struct Inst {
+            id: u64,
+        }
+        let what = "list app installations";
+        let mut all = Vec::new();
+        for page in 1..=100 {
+            let url = format!("/app/installations?per_page={PER_PAGE}&page={page}");
+            let mut headers = HeaderMap::new();
+            headers.insert(ACCEPT, HeaderValue::from_static("application/vnd.github+json"));
+            headers.insert("x-github-api-version", HeaderValue::from_static("2022-11-28"));
+            let r = self.app._get_with_headers(url.as_str(), Some(headers)).await;
+            self.metrics.github_call(r.as_ref().ok().map(|r| r.status().as_u16()));
+            let resp = r.map_err(|e| GithubError::from_octocrab(what, e))?.map(Body::new);
+            let status = resp.status();
+            let headers = resp.headers().clone();
+            let bytes = read_body(what, resp, MAX_JSON_BYTES).await?;
+            if !status.is_success() {
+                return Err(GithubError::from_response(what, status, &headers, &bytes));
+            }
+            let batch: Vec<Inst> = serde_json::from_slice(&bytes)
+                .map_err(|e| GithubError::fatal(format!("{what}: unexpected answer from GitHub: {e}")))?;
+            let n = batch.len();
+            all.extend(batch.into_iter().map(|i| InstallationId(i.id)));
+            if n < PER_PAGE {
+                break;
+            }
+        }
+        Ok(all)
+    }
+}
+
 /// Calls made as one installation. Every path is relative to the base URL.
 #[derive(Clone)]
 pub struct InstallationClient {
@@ -633,6 +668,95 @@ impl InstallationClient {
         let path = format!("{}/issues/comments/{comment_id}", repo.api_path());
         self.json("update comment", "PATCH", &path, Some(&json!({ "body": body })))
             .await
+    }
+
+    // ---- installation repositories and issues ----------------------------------------------
+
+    /// The repositories this installation can access, and the rate limit GitHub says it has
+    /// left after listing them (`None` when GitHub did not say).
+    pub async fn repositories(&self) -> Result<(Vec<InstalledRepo>, Option<u64>), GithubError> {
+        #[derive(Deserialize)]
+        struct Page {
+            repositories: Vec<InstalledRepo>,
+        }
+        let what = "list installation repositories";
+        let mut all = Vec::new();
+        let mut remaining = None;
+        for page in 1..=100 {
+            let url = format!("/installation/repositories?per_page={PER_PAGE}&page={page}");
+            let (headers, bytes) = self.call(what, "GET", &url, None, None).await?;
+            remaining = headers
+                .get("x-ratelimit-remaining")
+                .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok())
+                .or(remaining);
+            let batch: Page = serde_json::from_slice(&bytes)
+                .map_err(|e| GithubError::fatal(format!("{what}: unexpected answer from GitHub: {e}")))?;
+            let n = batch.repositories.len();
+            all.extend(batch.repositories);
+            if n < PER_PAGE {
+                break;
+            }
+        }
+        Ok((all, remaining))
+    }
+
+    /// The open issue containing `marker` written by this App (or, where GitHub does not say
+    /// which app wrote it, by a bot); pull requests are skipped.
+    pub async fn find_open_issue_with_marker(
+        &self,
+        repo: &RepoName,
+        marker: &str,
+    ) -> Result<Option<Issue>, GithubError> {
+        let path = format!("{}/issues?state=open", repo.api_path());
+        let all = self.paged("list issues", &path, 50, |v| v.as_array().cloned()).await?;
+        for v in all {
+            let issue: Issue =
+                serde_json::from_value(v).map_err(|e| GithubError::fatal(format!("list issues: {e}")))?;
+            let ours = match &issue.performed_via_github_app {
+                Some(app) => app.id == self.app_id.0,
+                None => issue.user.as_ref().and_then(|u| u.kind.as_deref()) == Some("Bot"),
+            };
+            if issue.pull_request.is_none() && ours && issue.body.as_deref().is_some_and(|b| b.contains(marker)) {
+                return Ok(Some(issue));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Issue `number`, or `None` when it does not exist (any more) or was transferred away.
+    pub async fn issue(&self, repo: &RepoName, number: u64) -> Result<Option<Issue>, GithubError> {
+        let path = format!("{}/issues/{number}", repo.api_path());
+        match self.json::<Issue>("get issue", "GET", &path, None).await {
+            Ok(i) if i.pull_request.is_none() => Ok(Some(i)),
+            Ok(_) | Err(GithubError::NotFound(_)) | Err(GithubError::Gone(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub async fn create_issue(&self, repo: &RepoName, title: &str, body: &str) -> Result<Issue, GithubError> {
+        validate_comment(body)?;
+        let path = format!("{}/issues", repo.api_path());
+        self.json(
+            "create issue",
+            "POST",
+            &path,
+            Some(&json!({ "title": title, "body": body })),
+        )
+        .await
+    }
+
+    pub async fn update_issue(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        update: &IssueUpdate<'_>,
+    ) -> Result<Issue, GithubError> {
+        if let Some(body) = update.body {
+            validate_comment(body)?;
+        }
+        let path = format!("{}/issues/{number}", repo.api_path());
+        let body = serde_json::to_value(update).map_err(|e| GithubError::fatal(format!("update issue: {e}")))?;
+        self.json("update issue", "PATCH", &path, Some(&body)).await
     }
 
     // ---- actions ---------------------------------------------------------------------------

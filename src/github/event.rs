@@ -15,6 +15,9 @@ pub struct Repository {
     /// repository by it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<u64>,
+    /// The default branch's name (payloads of `push` and the installation listings carry it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_branch: Option<String>,
 }
 
 /// The App installation a delivery is for (absent in some sample payloads; the worker
@@ -148,6 +151,29 @@ pub struct RunRepo {
     pub id: Option<u64>,
 }
 
+/// `push`: commits pushed to a branch (or a tag); the App acts on pushes to the default
+/// branch (the ledger there may have changed).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PushEvent {
+    /// `refs/heads/<branch>` or `refs/tags/<tag>`.
+    #[serde(rename = "ref")]
+    pub git_ref: String,
+    /// The branch's new head (all zeros when the branch was deleted).
+    pub after: String,
+    #[serde(default)]
+    pub deleted: bool,
+    #[serde(flatten)]
+    pub envelope: Envelope,
+}
+
+impl PushEvent {
+    /// The pushed branch is the repository's default branch (and still exists).
+    pub fn to_default_branch(&self) -> bool {
+        let branch = self.git_ref.strip_prefix("refs/heads/");
+        !self.deleted && branch.is_some() && branch == self.envelope.repository.default_branch.as_deref()
+    }
+}
+
 /// The app that made a check run or check suite.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct AppOf {
@@ -253,6 +279,8 @@ pub enum Event {
     MergeGroupChecksRequested(MergeGroupEvent),
     /// A merge group left the queue (merged, dequeued or invalidated): what is pending for it ends.
     MergeGroupDestroyed(MergeGroupEvent),
+    /// Commits were pushed (the worker acts on the default branch only).
+    Push(PushEvent),
 }
 
 /// A delivery as the queue sees it: its action and repository (for logs and the
@@ -309,6 +337,7 @@ enum Kind {
     CheckSuiteRerequested,
     MergeGroupChecksRequested,
     MergeGroupDestroyed,
+    Push,
 }
 
 /// The one table of what the App acts on: `X-GitHub-Event`, `action`, kind.
@@ -325,10 +354,12 @@ const ACCEPTED: &[(&str, &str, Kind)] = &[
     ("check_suite", "rerequested", Kind::CheckSuiteRerequested),
     ("merge_group", "checks_requested", Kind::MergeGroupChecksRequested),
     ("merge_group", "destroyed", Kind::MergeGroupDestroyed),
+    // A push has no `action`: the empty action stands for its absence.
+    ("push", "", Kind::Push),
 ];
 
 fn kind(name: &str, action: Option<&str>) -> Option<Kind> {
-    let action = action?;
+    let action = action.unwrap_or("");
     ACCEPTED
         .iter()
         .find(|(n, a, _)| *n == name && *a == action)
@@ -374,6 +405,11 @@ impl Event {
             Some(Kind::CheckSuiteRerequested) => Some(typed(|b| from(b).map(Event::CheckSuiteRerequested))?),
             Some(Kind::MergeGroupChecksRequested) => Some(typed(|b| from(b).map(Event::MergeGroupChecksRequested))?),
             Some(Kind::MergeGroupDestroyed) => Some(typed(|b| from(b).map(Event::MergeGroupDestroyed))?),
+            // Only a push to the default branch is work (its ledger may have changed).
+            Some(Kind::Push) => {
+                let e = typed(|b| from(b).map(Event::Push))?;
+                matches!(&e, Event::Push(p) if p.to_default_branch()).then_some(e)
+            }
             None => None,
         };
         Ok(Delivery { action, repo, event })
@@ -387,6 +423,7 @@ impl Event {
             Event::CheckRunRerequested(e) | Event::CheckRunRequestedAction(e) => &e.envelope,
             Event::CheckSuiteRerequested(e) => &e.envelope,
             Event::MergeGroupChecksRequested(e) | Event::MergeGroupDestroyed(e) => &e.envelope,
+            Event::Push(e) => &e.envelope,
         }
     }
 
@@ -424,6 +461,10 @@ impl Event {
             Event::MergeGroupChecksRequested(e) | Event::MergeGroupDestroyed(e) => Facts {
                 pr: None,
                 head_sha: Some(e.merge_group.head_sha.clone()),
+            },
+            Event::Push(e) => Facts {
+                pr: None,
+                head_sha: Some(e.after.clone()),
             },
         }
     }
@@ -501,7 +542,24 @@ mod tests {
         let cs = r#"{"action":"A","check_suite":{"head_sha":"h","pull_requests":[]},"repository":{"full_name":"o/r"}}"#;
         assert!(parse("check_suite", &cs.replace('A', "rerequested")).event.is_some());
         assert!(parse("check_suite", &cs.replace('A', "requested")).event.is_none());
-        assert!(parse("push", r#"{"repository":{"full_name":"o/r"}}"#).event.is_none());
+        // A push (no action) is work; which branch it was to the worker decides.
+        let push = r#"{"ref":"refs/heads/main","after":"a1","repository":{"full_name":"o/r","default_branch":"main"}}"#;
+        let Some(Event::Push(p)) = parse("push", push).event else {
+            panic!("push is accepted")
+        };
+        assert!(p.to_default_branch());
+        assert_eq!(Event::Push(p.clone()).facts().head_sha.as_deref(), Some("a1"));
+        for other in [
+            push.replace("refs/heads/main", "refs/heads/feature"),
+            push.replace("refs/heads/main", "refs/tags/main"),
+            push.replace(r#""after""#, r#""deleted":true,"after""#),
+            push.replace(r#","default_branch":"main""#, ""),
+        ] {
+            assert!(parse("push", &other).event.is_none(), "{other}");
+        }
+        assert!(Event::parse("push", br#"{"repository":{"full_name":"o/r"}}"#).is_err());
+        assert!(Event::accepts("push", None));
+        assert!(!Event::accepts("pull_request", None));
         assert!(parse("ping", r#"{"zen":"z"}"#).event.is_none());
         assert!(parse("pull_request", r#"{"repository":{"full_name":"o/r"}}"#)
             .event

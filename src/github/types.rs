@@ -323,3 +323,45 @@ pub struct Comment {
     #[serde(default)]
     pub performed_via_github_app: Option<AppRef>,
 }
+
+/// An issue as GitHub lists it (pull requests appear in issue listings too: `pull_request`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Issue {
+    pub number: u64,
+    /// `open` or `closed`.
+    pub state: String,
+    #[serde(default)]
+    pub body: Option<String>,
+    #[serde(default)]
+    pub user: Option<User>,
+    #[serde(default)]
+    pub performed_via_github_app: Option<AppRef>,
+    #[serde(default)]
+    pub pull_request: Option<serde_json::Value>,
+}
+
+/// What an issue edit changes; `None` fields are left as they are.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct IssueUpdate<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<&'a str>,
+    /// `open` or `closed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<&'a str>,
+    /// `completed` when closing because the work is done.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_reason: Option<&'a str>,
+}
+
+/// A repository an installation can access.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct InstalledRepo {
+    pub id: u64,
+    pub full_name: String,
+    #[serde(default)]
+    pub default_branch: Option<String>,
+    #[serde(default)]
+    pub archived: bool,
+}

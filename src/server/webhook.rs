@@ -202,7 +202,8 @@ mod tests {
     fn only_known_or_signed_event_names_are_labels() {
         assert_eq!(label("workflow_run", false), "workflow_run");
         assert_eq!(label("ping", false), "ping");
-        assert_eq!(label("push", false), "other");
-        assert_eq!(label("push", true), "push");
+        assert_eq!(label("push", false), "push");
+        assert_eq!(label("release", false), "other");
+        assert_eq!(label("release", true), "release");
     }
 }

@@ -358,5 +358,53 @@ macro_rules! common_store_methods {
                 .await?;
             Ok(())
         }
+
+        pub(super) async fn expiry_issue(&self, repo: &str) -> anyhow::Result<Option<ExpiryIssue>> {
+            let row: Option<(i64, String)> = sqlx::query_as::<Db, _>(sql::EXPIRY_ISSUE)
+                .bind(repo)
+                .fetch_optional(&self.pool)
+                .await?;
+            Ok(row.map(|(n, list_sha256)| ExpiryIssue {
+                issue_number: (n > 0).then_some(n as u64),
+                list_sha256,
+            }))
+        }
+
+        pub(super) async fn set_expiry_issue(&self, repo: &str, issue: &ExpiryIssue) -> anyhow::Result<()> {
+            sqlx::query::<Db>(sql::SET_EXPIRY_ISSUE)
+                .bind(repo)
+                .bind(issue.issue_number.map_or(0, |n| n as i64))
+                .bind(&issue.list_sha256)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        }
+
+        pub(super) async fn try_lock(
+            &self,
+            name: &str,
+            owner: &str,
+            now: DateTime<Utc>,
+            ttl: std::time::Duration,
+        ) -> anyhow::Result<bool> {
+            let n = sqlx::query::<Db>(sql::TRY_LOCK)
+                .bind(name)
+                .bind(owner)
+                .bind(millis(now).saturating_add(duration_ms(ttl)))
+                .bind(millis(now))
+                .execute(&self.pool)
+                .await?
+                .rows_affected();
+            Ok(n == 1)
+        }
+
+        pub(super) async fn unlock(&self, name: &str, owner: &str) -> anyhow::Result<()> {
+            sqlx::query::<Db>(sql::UNLOCK)
+                .bind(name)
+                .bind(owner)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        }
     };
 }

@@ -162,6 +162,14 @@ pub struct CommentState {
     pub body_sha256: String,
 }
 
+/// A repository's expired-freezes issue: its number (`None`: none is open, as far as the App
+/// knows) and a hash of the list it last published, so an unchanged list is not edited again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpiryIssue {
+    pub issue_number: Option<u64>,
+    pub list_sha256: String,
+}
+
 /// One pull request's verdict on a head. Several open pull requests can share a head (and
 /// its one check run) with different bases; the check run shows the worst of them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -287,6 +295,15 @@ pub(crate) mod sql {
     pub const SET_PUBLISHED: &str = "INSERT INTO published_annotations (repo, head_sha, check_run_id, digests) VALUES \
                                      ($1, $2, $3, $4) ON CONFLICT (repo, head_sha, check_run_id) DO UPDATE SET digests \
                                      = excluded.digests";
+    pub const EXPIRY_ISSUE: &str = "SELECT issue_number, list_sha256 FROM expiry_issues WHERE repo = $1";
+    pub const SET_EXPIRY_ISSUE: &str = "INSERT INTO expiry_issues (repo, issue_number, list_sha256) VALUES ($1, $2, \
+                                        $3) ON CONFLICT (repo) DO UPDATE SET issue_number = excluded.issue_number, \
+                                        list_sha256 = excluded.list_sha256";
+    /// Taken when free, expired, or already `owner`'s; no row changes otherwise.
+    pub const TRY_LOCK: &str = "INSERT INTO named_locks (name, owner, until_ms) VALUES ($1, $2, $3) ON CONFLICT \
+                                (name) DO UPDATE SET owner = excluded.owner, until_ms = excluded.until_ms WHERE \
+                                named_locks.until_ms <= $4 OR named_locks.owner = excluded.owner";
+    pub const UNLOCK: &str = "DELETE FROM named_locks WHERE name = $1 AND owner = $2";
     pub const COMMENT: &str = "SELECT comment_id, body_sha256 FROM comments WHERE repo = $1 AND pr = $2";
     pub const SET_COMMENT: &str = "INSERT INTO comments (repo, pr, comment_id, body_sha256) VALUES ($1, $2, $3, $4) \
                                    ON CONFLICT (repo, pr) DO UPDATE SET comment_id = excluded.comment_id, body_sha256 \

@@ -42,6 +42,8 @@ CREATE TABLE comments (
     EVIDENCE_RUNS,
     // 6: what each check run was last sent, so a job re-run after its instance died sends nothing twice.
     PUBLICATIONS,
+    // 7: the expired-freezes issue per repository, and short-lived named locks.
+    EXPIRY_ISSUES,
 ];
 
 /// The latest delivery of an event for a head (`Store::latest_delivery`); same on both backends.
@@ -65,6 +67,11 @@ const EVIDENCE_RUNS: &str =
 /// The digest of what was last sent to each published subject (`Store::publication`).
 const PUBLICATIONS: &str = "CREATE TABLE publications (repo TEXT NOT NULL, subject TEXT NOT NULL, digest TEXT NOT \
                             NULL, PRIMARY KEY (repo, subject))";
+/// The expired-freezes issue of each repository (`Store::expiry_issue`; issue 0: none open) and
+/// named locks with an expiry (`Store::try_lock`). Two statements, the same on both backends.
+const EXPIRY_ISSUES: &str = "CREATE TABLE expiry_issues (repo TEXT PRIMARY KEY, issue_number BIGINT NOT NULL, \
+                             list_sha256 TEXT NOT NULL); CREATE TABLE named_locks (name TEXT PRIMARY KEY, owner \
+                             TEXT NOT NULL, until_ms BIGINT NOT NULL)";
 
 /// PostgreSQL: the same tables and types as SQLite, so both decode into the same rows.
 pub const POSTGRES: &[&str] = &[
@@ -107,6 +114,8 @@ CREATE TABLE comments (
     EVIDENCE_RUNS,
     // 6
     PUBLICATIONS,
+    // 7
+    EXPIRY_ISSUES,
 ];
 
 pub const CREATE_VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY)";

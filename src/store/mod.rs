@@ -12,7 +12,9 @@ mod migrations;
 mod postgres;
 mod sqlite;
 
-pub use job::{CommentState, EvidenceRun, Failed, Job, JobId, JobState, NewDelivery, PrVerdict, Recorded, RetryPolicy};
+pub use job::{
+    CommentState, EvidenceRun, ExpiryIssue, Failed, Job, JobId, JobState, NewDelivery, PrVerdict, Recorded, RetryPolicy,
+};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 
@@ -233,5 +235,25 @@ impl Store {
 
     pub async fn set_publication(&self, repo: &str, subject: &str, digest: &str) -> anyhow::Result<()> {
         dispatch!(self, s => s.set_publication(repo, subject, digest).await)
+    }
+
+    /// The expired-freezes issue recorded for `repo` (`None`: the App never looked).
+    pub async fn expiry_issue(&self, repo: &str) -> anyhow::Result<Option<ExpiryIssue>> {
+        dispatch!(self, s => s.expiry_issue(repo).await)
+    }
+
+    pub async fn set_expiry_issue(&self, repo: &str, issue: &ExpiryIssue) -> anyhow::Result<()> {
+        dispatch!(self, s => s.set_expiry_issue(repo, issue).await)
+    }
+
+    /// Take lock `name` for `owner` until `now + ttl`: `true` when it was free, had expired, or
+    /// was already `owner`'s. Several instances use it to keep one writer per repository.
+    pub async fn try_lock(&self, name: &str, owner: &str, now: DateTime<Utc>, ttl: Duration) -> anyhow::Result<bool> {
+        dispatch!(self, s => s.try_lock(name, owner, now, ttl).await)
+    }
+
+    /// Give lock `name` up, if `owner` holds it.
+    pub async fn unlock(&self, name: &str, owner: &str) -> anyhow::Result<()> {
+        dispatch!(self, s => s.unlock(name, owner).await)
     }
 }

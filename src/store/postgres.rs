@@ -3,8 +3,8 @@
 //! no two jobs of one head run at once.
 
 use super::job::{
-    duration_ms, job_from_row, millis, sql, CommentState, EvidenceRun, Failed, Job, JobId, JobRow, JobState,
-    NewDelivery, PrVerdict, Recorded, RetryPolicy, JOB_COLUMNS,
+    duration_ms, job_from_row, millis, sql, CommentState, EvidenceRun, ExpiryIssue, Failed, Job, JobId, JobRow,
+    JobState, NewDelivery, PrVerdict, Recorded, RetryPolicy, JOB_COLUMNS,
 };
 use super::migrations;
 use anyhow::Context as _;

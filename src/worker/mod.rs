@@ -11,6 +11,7 @@
 mod judge;
 mod merge_group;
 mod publishing;
+mod sweep;
 
 use crate::evidence::assemble::{ConfigRead, Named};
 use crate::gate::config::{Config, CONFIG_PATH};
@@ -50,6 +51,13 @@ pub struct WorkerConfig {
     pub worker_id: String,
     /// Artifacts are extracted below this directory (one fresh subdirectory per job).
     pub scratch_dir: PathBuf,
+    /// How often every installation's repositories are swept for expired freezes
+    /// (`FLAKEGATE_SWEEP_INTERVAL`); `None`: never (pushes to the default branch still count).
+    pub sweep_interval: Option<Duration>,
+    /// Time between two repositories' sweep jobs, to spread the API calls.
+    pub sweep_pace: Duration,
+    /// An installation with less rate limit left than this is skipped by the sweep.
+    pub sweep_min_rate_limit: u64,
 }
 
 impl Default for WorkerConfig {
@@ -61,6 +69,9 @@ impl Default for WorkerConfig {
             poll_interval: Duration::from_secs(1),
             worker_id: default_worker_id(),
             scratch_dir: std::env::temp_dir(),
+            sweep_interval: Some(crate::app_config::DEFAULT_SWEEP_INTERVAL),
+            sweep_pace: Duration::from_secs(2),
+            sweep_min_rate_limit: 1000,
         }
     }
 }
@@ -168,10 +179,33 @@ struct EvidenceTimeout {
     merge_group: bool,
 }
 
+/// The sweep job: list installations and their repositories, queue one job per repository.
+pub const SWEEP_EVENT: &str = "flakegate_expiry_sweep";
+/// One repository's share of the sweep.
+pub const SWEEP_REPO_EVENT: &str = "flakegate_expiry_repo";
+
+/// The sweep job's payload: which interval it is for.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Sweep {
+    pub slot: i64,
+}
+
+/// One repository's sweep job: the repository (with its default branch) and installation.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SweepRepo {
+    pub slot: i64,
+    #[serde(flatten)]
+    pub envelope: Envelope,
+}
+
 /// A job's work, parsed from its stored payload.
 enum Work {
     Event(Event),
     EvidenceTimeout(EvidenceTimeout),
+    /// The periodic expired-freezes sweep over every installation.
+    Sweep(Sweep),
+    /// One repository's share of it.
+    SweepRepo(SweepRepo),
 }
 
 impl Work {
@@ -182,17 +216,35 @@ impl Work {
                 .map(|t| Some(Work::EvidenceTimeout(t)))
                 .map_err(|e| fatal(format!("stored evidence deadline is not valid: {e}")));
         }
+        if job.event == SWEEP_EVENT {
+            return serde_json::from_str(&job.payload)
+                .map(|s| Some(Work::Sweep(s)))
+                .map_err(|e| fatal(format!("stored sweep job is not valid: {e}")));
+        }
+        if job.event == SWEEP_REPO_EVENT {
+            return serde_json::from_str(&job.payload)
+                .map(|s| Some(Work::SweepRepo(s)))
+                .map_err(|e| fatal(format!("stored sweep job is not valid: {e}")));
+        }
         match Event::parse(&job.event, job.payload.as_bytes()) {
             Ok(d) => Ok(d.event.map(Work::Event)),
             Err(e) => Err(fatal(format!("stored {e}"))),
         }
     }
 
-    fn envelope(&self) -> &Envelope {
+    /// The repository and installation the work is for (`None` for the sweep over all).
+    fn envelope(&self) -> Option<&Envelope> {
         match self {
-            Work::Event(e) => e.envelope(),
-            Work::EvidenceTimeout(t) => &t.envelope,
+            Work::Event(e) => Some(e.envelope()),
+            Work::EvidenceTimeout(t) => Some(&t.envelope),
+            Work::Sweep(_) => None,
+            Work::SweepRepo(r) => Some(&r.envelope),
         }
+    }
+
+    /// Work about the expired-freezes issue, not about a check run.
+    fn is_expiry(&self) -> bool {
+        matches!(self, Work::Event(Event::Push(_)) | Work::Sweep(_) | Work::SweepRepo(_))
     }
 }
 
@@ -239,9 +291,17 @@ impl Worker {
 
     /// Poll for jobs until `shutdown`; a job in hand when it fires is released untouched.
     pub async fn run(&self, shutdown: Shutdown) -> anyhow::Result<()> {
+        // When to make sure the current interval's sweep is queued (a cheap, deduplicated insert).
+        let mut sweep_check = self.now();
         loop {
             if shutdown.is_triggered() {
                 return Ok(());
+            }
+            if self.config.sweep_interval.is_some() && self.now() >= sweep_check {
+                if let Err(e) = self.schedule_sweep().await {
+                    tracing::error!("queueing the expired-freezes sweep failed: {e:#}");
+                }
+                sweep_check = self.now() + chrono::Duration::seconds(60);
             }
             let job = match self
                 .store
@@ -460,8 +520,25 @@ impl Worker {
             tracing::info!("another app's check run or suite; ignored");
             return Ok(());
         }
-        let t = self.target(work.envelope())?;
+        let envelope = match &work {
+            Work::Sweep(s) => return self.sweep(s).await,
+            Work::Event(Event::Push(p)) if !p.to_default_branch() => {
+                tracing::info!(git_ref = %p.git_ref, "a push to another branch or a tag; ignored");
+                return Ok(());
+            }
+            w => w.envelope().ok_or_else(|| fatal("the job names no repository"))?,
+        };
+        let t = self.target(envelope)?;
         match work {
+            Work::Sweep(_) => Ok(()),
+            Work::Event(Event::Push(ref p)) => {
+                let branch = p.envelope.repository.default_branch.clone().unwrap_or_default();
+                self.expiry_issue(&t, &branch).await
+            }
+            Work::SweepRepo(ref r) => match r.envelope.repository.default_branch.clone() {
+                Some(branch) => self.expiry_issue(&t, &branch).await,
+                None => Err(fatal("the sweep job names no default branch")),
+            },
             Work::Event(Event::PullRequest(e) | Event::PullRequestRetargeted(e)) => self.pull_request(&t, &e).await,
             Work::Event(Event::WorkflowRunCompleted(e)) => self.workflow_run(&t, &e.workflow_run).await,
             Work::EvidenceTimeout(deadline) => self.evidence_timeout(&t, &deadline).await,
@@ -612,6 +689,7 @@ impl Worker {
                 repository: crate::github::event::Repository {
                     full_name: repo.to_string(),
                     id: envelope.repository.id,
+                    default_branch: None,
                 },
                 installation: envelope.installation,
             },

@@ -45,7 +45,7 @@ fn worst(rows: &[PrVerdict]) -> Option<&PrVerdict> {
     rows.iter().max_by_key(|v| severity(v))
 }
 
-fn sha256_hex(s: &str) -> String {
+pub(super) fn sha256_hex(s: &str) -> String {
     hex::encode(sha2::Sha256::digest(s.as_bytes()))
 }
 
@@ -325,6 +325,13 @@ impl Worker {
     /// Complete the job's check run as INCONCLUSIVE saying why (best effort; logged on failure).
     pub(super) async fn give_up(&self, job: &Job, why: &str) {
         let work = Work::of(job);
+        if let Ok(Some(w)) = &work {
+            if w.is_expiry() {
+                // No check run to complete: the issue stays as it was until the next push or sweep.
+                tracing::error!("the expired-freezes issue was not updated: {why}");
+                return;
+            }
+        }
         if let Ok(Some(Work::Event(e))) = &work {
             if e.requested_action() == Some(RequestedAction::Rerun) {
                 // A failed re-run request changes no verdict.
@@ -342,7 +349,7 @@ impl Worker {
         }
         let result = async {
             let work = work?.ok_or_else(|| fatal("the job carries no event the App acts on"))?;
-            let t = self.target(work.envelope())?;
+            let t = self.target(work.envelope().ok_or_else(|| fatal("the job names no repository"))?)?;
             let mut fields = publish::inconclusive(head, why);
             if let Some(pr) = job.pr {
                 fields = self.record_given_up(&t, head, pr, &work, fields).await?;

@@ -23,6 +23,7 @@ fn manifest_permissions_and_events() {
         ("actions", "read"),
         ("metadata", "read"),
         ("merge_queues", "read"),
+        ("issues", "write"),
     ] {
         assert_eq!(perms[k].as_str(), Some(v), "permission {k}");
     }

@@ -41,6 +41,7 @@ impl Serve {
             .env("FLAKEGATE_GITHUB_API_URL", fake.uri())
             .env("DATABASE_URL", format!("sqlite://{}?mode=rwc", db.display()))
             .env("FLAKEGATE_LISTEN", "127.0.0.1:0")
+            .env("FLAKEGATE_SWEEP_INTERVAL", "off")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

@@ -7,6 +7,7 @@
 mod corpus;
 mod deploy;
 mod end_to_end;
+mod expired_freezes;
 mod github_client;
 #[path = "../common/hostile.rs"]
 mod hostile;

@@ -771,6 +771,49 @@ async fn job_gauges(db: &Db) {
     );
 }
 
+/// The expired-freezes issue per repository (issue 0 stored as none), and the named locks
+/// that keep one writer per repository across instances: taken when free, expired or already
+/// the owner's; refused while another owner holds it; given up only by its owner.
+async fn expiry_issues_and_locks(db: &Db) {
+    use flakegate::store::ExpiryIssue;
+    let s = db.open().await;
+    assert_eq!(s.expiry_issue("octo/repo").await.unwrap(), None);
+    let open = ExpiryIssue {
+        issue_number: Some(12),
+        list_sha256: "abc".into(),
+    };
+    s.set_expiry_issue("octo/repo", &open).await.unwrap();
+    assert_eq!(s.expiry_issue("octo/repo").await.unwrap(), Some(open));
+    let closed = ExpiryIssue {
+        issue_number: None,
+        list_sha256: "def".into(),
+    };
+    s.set_expiry_issue("octo/repo", &closed).await.unwrap();
+    assert_eq!(s.expiry_issue("octo/repo").await.unwrap(), Some(closed));
+    assert_eq!(s.expiry_issue("octo/other").await.unwrap(), None);
+
+    let ttl = Duration::from_secs(60);
+    assert!(s.try_lock("expiry-issue/octo/repo", "w1", t0(), ttl).await.unwrap());
+    assert!(!s.try_lock("expiry-issue/octo/repo", "w2", t0(), ttl).await.unwrap());
+    // Its owner may take it again (a retry of the same job); another name is free.
+    assert!(s.try_lock("expiry-issue/octo/repo", "w1", t0(), ttl).await.unwrap());
+    assert!(s.try_lock("expiry-issue/octo/other", "w2", t0(), ttl).await.unwrap());
+    // Only the owner gives it up.
+    s.unlock("expiry-issue/octo/repo", "w2").await.unwrap();
+    assert!(!s.try_lock("expiry-issue/octo/repo", "w2", t0(), ttl).await.unwrap());
+    s.unlock("expiry-issue/octo/repo", "w1").await.unwrap();
+    assert!(s.try_lock("expiry-issue/octo/repo", "w2", t0(), ttl).await.unwrap());
+    // A holder that died: the lock expires.
+    assert!(!s
+        .try_lock("expiry-issue/octo/repo", "w3", t0() + Span::seconds(59), ttl)
+        .await
+        .unwrap());
+    assert!(s
+        .try_lock("expiry-issue/octo/repo", "w3", t0() + Span::seconds(60), ttl)
+        .await
+        .unwrap());
+}
+
 macro_rules! contract {
     ($($case:ident),* $(,)?) => {
         mod sqlite {
@@ -817,6 +860,7 @@ contract!(
     evidence_runs,
     renew,
     job_gauges,
+    expiry_issues_and_locks,
 );
 
 #[tokio::test]

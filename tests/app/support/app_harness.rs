@@ -292,6 +292,8 @@ impl App {
         let mut config = WorkerConfig {
             worker_id: "test-worker".into(),
             scratch_dir: scratch,
+            // A test that runs the worker's loop queues no sweep unless it asks for one.
+            sweep_interval: None,
             ..WorkerConfig::default()
         };
         tweak(&mut config);

@@ -249,6 +249,8 @@ struct State {
     violations: Vec<String>,
     unmatched: Vec<String>,
     tokens: HashSet<String>,
+    /// Which installation each token was issued for.
+    token_installations: HashMap<String, u64>,
     token_requests: usize,
     token_ttl: Option<Duration>,
 }
@@ -292,6 +294,8 @@ impl FakeGithub {
                 }
                 let token = format!("ghs_fake_{}", st.token_requests);
                 st.tokens.insert(token.clone());
+                let installation = req.url.path().split('/').nth(3).and_then(|i| i.parse().ok()).unwrap_or(0);
+                st.token_installations.insert(token.clone(), installation);
                 let ttl = st.token_ttl.unwrap_or(Duration::from_secs(3600));
                 let expires = chrono::Utc::now() + chrono::Duration::from_std(ttl).unwrap();
                 ResponseTemplate::new(201).set_body_json(json!({
@@ -328,6 +332,17 @@ impl FakeGithub {
 
     pub fn token_requests(&self) -> usize {
         self.state.lock().unwrap().token_requests
+    }
+
+    /// For a mock's responder: the installation whose token authenticated a request (`None`:
+    /// no installation token).
+    pub fn installation_of(&self) -> impl Fn(&Request) -> Option<u64> + Send + Sync + 'static {
+        let st = self.state.clone();
+        move |req: &Request| {
+            let auth = req.headers.get("authorization")?.to_str().ok()?;
+            let token = auth.strip_prefix("Bearer ")?;
+            st.lock().unwrap().token_installations.get(token).copied()
+        }
     }
 
     /// Lifetime of the installation tokens issued from now on (default one hour).
@@ -458,7 +473,13 @@ fn screen(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let mut problems = Vec::new();
-    if !auth
+    if template == "/app/installations" {
+        // GitHub answers this one to the App itself: its JWT, not an installation token.
+        let jwt = auth.strip_prefix("Bearer ").ok_or_else(|| "no Bearer JWT".to_owned());
+        if let Err(e) = jwt.and_then(|j| verify_jwt(j, APP_ID)) {
+            problems.push(format!("{template} needs the App's JWT: {e}"));
+        }
+    } else if !auth
         .strip_prefix("Bearer ")
         .is_some_and(|t| st.lock().unwrap().tokens.contains(t))
     {

@@ -1,0 +1,256 @@
+//! The expired-freezes issue: owners hear that their freezes expired without a pull request
+//! having to run into them.
+//!
+//! Two ways in, one outcome. A `push` to a repository's default branch, and the periodic
+//! sweep — one job per interval (`WorkerConfig::sweep_interval`, recorded in the store under
+//! a delivery id derived from the interval's slot, so several instances and restarts queue it
+//! once), which lists the App's installations and their repositories and queues one job per
+//! repository, paced `sweep_pace` apart and skipping an installation whose rate limit is low.
+//! Each repository job reads the config and the ledger at the default branch's head and keeps
+//! exactly one open issue, found again by [`publish::EXPIRED_FREEZES_MARKER`]: created when
+//! entries expire or are about to, edited in place only when the list changes, closed with a
+//! short note when nothing is left. The store records the issue per repository, and a store
+//! lock per repository keeps one writer at a time across instances.
+
+use super::{fatal, store_err, Failure, Sweep, SweepRepo, Target, Worker, SWEEP_EVENT, SWEEP_REPO_EVENT};
+use crate::gate::expiry::{expiry_notice, ExpiryNotice};
+use crate::gate::ledger::{parse_ledger, Ledger};
+use crate::github::event::{Envelope, Installation, Repository};
+use crate::github::{CommitSha, GithubError, IssueUpdate};
+use crate::publish;
+use crate::store::{ExpiryIssue, NewDelivery, Recorded};
+
+impl Worker {
+    /// Queue the sweep of the current interval, unless it already is (by this or another
+    /// instance, before or after a restart). `false` when the sweep is off or already queued.
+    pub async fn schedule_sweep(&self) -> anyhow::Result<bool> {
+        let Some(interval) = self.config.sweep_interval else {
+            return Ok(false);
+        };
+        let secs = interval.as_secs().max(1) as i64;
+        let now = self.now();
+        let slot = now.timestamp().div_euclid(secs);
+        let delivery = NewDelivery {
+            delivery_id: format!("{SWEEP_EVENT}/{secs}/{slot}"),
+            event: SWEEP_EVENT.to_owned(),
+            action: None,
+            repo: None,
+            pr: None,
+            head_sha: None,
+            payload: serde_json::to_string(&Sweep { slot })?,
+        };
+        let queued = matches!(self.store.record_delivery(&delivery, now).await?, Recorded::Inserted(_));
+        if queued {
+            tracing::info!(slot, "expired-freezes sweep queued");
+        }
+        Ok(queued)
+    }
+
+    /// The sweep job: every installation's repositories get a job of their own, `sweep_pace`
+    /// apart. An installation whose rate limit left is under `sweep_min_rate_limit` is skipped
+    /// this time (its pull requests matter more); the next sweep tries again.
+    pub(super) async fn sweep(&self, sweep: &Sweep) -> Result<(), Failure> {
+        let installations = self.github.installations().await?;
+        let mut due = self.now();
+        let pace = chrono::Duration::from_std(self.config.sweep_pace).unwrap_or_default();
+        let mut queued = 0usize;
+        for id in installations {
+            let client = self.github.installation(id)?;
+            let (repos, remaining) = client.repositories().await?;
+            if let Some(left) = remaining.filter(|&n| n < self.config.sweep_min_rate_limit) {
+                tracing::warn!(
+                    installation = id.0,
+                    rate_limit_remaining = left,
+                    "rate limit low: this installation's repositories are skipped until the next sweep"
+                );
+                continue;
+            }
+            for repo in repos.into_iter().filter(|r| !r.archived) {
+                let Some(branch) = repo.default_branch.clone() else {
+                    continue;
+                };
+                let job = SweepRepo {
+                    slot: sweep.slot,
+                    envelope: Envelope {
+                        repository: Repository {
+                            full_name: repo.full_name.clone(),
+                            id: Some(repo.id),
+                            default_branch: Some(branch),
+                        },
+                        installation: Some(Installation { id: id.0 }),
+                    },
+                };
+                let delivery = NewDelivery {
+                    delivery_id: format!("{SWEEP_REPO_EVENT}/{}/{}", repo.full_name, sweep.slot),
+                    event: SWEEP_REPO_EVENT.to_owned(),
+                    action: None,
+                    repo: Some(repo.full_name.clone()),
+                    pr: None,
+                    head_sha: None,
+                    payload: serde_json::to_string(&job).map_err(|e| fatal(format!("sweep job: {e}")))?,
+                };
+                if let Recorded::Inserted(_) = self.store.record_delivery(&delivery, due).await.map_err(store_err)? {
+                    queued += 1;
+                    due += pace;
+                }
+            }
+        }
+        tracing::info!(repositories = queued, "expired-freezes sweep: repositories queued");
+        Ok(())
+    }
+
+    /// Bring the repository's expired-freezes issue up to date with the ledger on its
+    /// default branch `branch`, holding the repository's store lock while doing so.
+    pub(super) async fn expiry_issue(&self, t: &Target, branch: &str) -> Result<(), Failure> {
+        let repo = t.repo.to_string();
+        let lock = format!("expiry-issue/{repo}");
+        let owner = &self.config.worker_id;
+        let held = self
+            .store
+            .try_lock(&lock, owner, self.now(), self.config.lease)
+            .await
+            .map_err(store_err)?;
+        if !held {
+            return Err(Failure::Retryable(format!(
+                "another worker is updating the expired-freezes issue of {repo}"
+            )));
+        }
+        let result = self.sync_expiry_issue(t, branch).await;
+        if let Err(e) = self.store.unlock(&lock, owner).await {
+            // The lock expires with the lease anyway.
+            tracing::warn!("releasing {lock}: {e:#}");
+        }
+        result
+    }
+
+    async fn sync_expiry_issue(&self, t: &Target, branch: &str) -> Result<(), Failure> {
+        let repo = t.repo.to_string();
+        // The branch's head now, not a pushed sha: a late job must not bring back an old ledger.
+        let at = CommitSha::from(branch);
+        let config = self.config_at(t, &at).await?.config;
+        let ledger_file = format!("{branch}:{}", config.ledger);
+        let bytes = t.client.file_at(&t.repo, &config.ledger, &at).await?;
+        let ledger = match &bytes {
+            None => Ledger::default(),
+            Some(b) => {
+                let parsed = std::str::from_utf8(b)
+                    .map_err(|e| format!("{ledger_file}: not UTF-8: {e}"))
+                    .and_then(|text| {
+                        parse_ledger(&ledger_file, text, config.policy.max_freeze_days)
+                            .map_err(|errors| errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; "))
+                    });
+                match parsed {
+                    Ok(l) => l,
+                    Err(why) => {
+                        // Fail closed: an unreadable ledger says nothing about expiry, so the
+                        // issue (if any) is left as it is; pull requests get `invalid_ledger`.
+                        tracing::warn!("the ledger is invalid; the expired-freezes issue is left unchanged: {why}");
+                        return Ok(());
+                    }
+                }
+            }
+        };
+        let today = self.now().date_naive();
+        let notice = expiry_notice(&ledger, &config, today);
+        let key = super::publishing::sha256_hex(&notice.change_key());
+        let recorded = self.store.expiry_issue(&repo).await.map_err(store_err)?;
+        if notice.is_empty() {
+            let number = match &recorded {
+                Some(r) => r.issue_number,
+                // Never looked, and no ledger: nothing to close, nothing to list.
+                None if bytes.is_none() => None,
+                None => t
+                    .client
+                    .find_open_issue_with_marker(&t.repo, publish::EXPIRED_FREEZES_MARKER)
+                    .await?
+                    .map(|i| i.number),
+            };
+            if let Some(n) = number {
+                let body = publish::expired_freezes_closed_body(&config.ledger, branch, today);
+                let close = IssueUpdate {
+                    body: Some(&body),
+                    state: Some("closed"),
+                    state_reason: Some("completed"),
+                    ..IssueUpdate::default()
+                };
+                match t.client.update_issue(&t.repo, n, &close).await {
+                    Ok(_) => tracing::info!(issue = n, "no freeze expired any more: expired-freezes issue closed"),
+                    Err(GithubError::NotFound(_) | GithubError::Gone(_)) => {
+                        tracing::info!(issue = n, "the expired-freezes issue is gone")
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            if number.is_some() || recorded.is_none() {
+                self.remember_expiry_issue(&repo, None, key).await?;
+            }
+            return Ok(());
+        }
+        if let Some(r) = &recorded {
+            if r.issue_number.is_some() && r.list_sha256 == key {
+                tracing::info!(issue = r.issue_number, "expired freezes unchanged");
+                return Ok(());
+            }
+        }
+        let body = publish::expired_freezes_body(&notice, &config.ledger, branch, today);
+        let number = self.publish_expiry_issue(t, recorded.as_ref(), &notice, &body).await?;
+        self.remember_expiry_issue(&repo, Some(number), key).await
+    }
+
+    /// Edit the issue found (the recorded one, else an open one with the marker) or create it.
+    async fn publish_expiry_issue(
+        &self,
+        t: &Target,
+        recorded: Option<&ExpiryIssue>,
+        notice: &ExpiryNotice,
+        body: &str,
+    ) -> Result<u64, Failure> {
+        let mut existing = match recorded.and_then(|r| r.issue_number) {
+            Some(n) => t.client.issue(&t.repo, n).await?,
+            None => None,
+        };
+        if existing.is_none() {
+            existing = t
+                .client
+                .find_open_issue_with_marker(&t.repo, publish::EXPIRED_FREEZES_MARKER)
+                .await?;
+        }
+        let entries = notice.entries.len();
+        match existing {
+            Some(issue) => {
+                let closed = issue.state != "open";
+                if closed || publish::comment_changed(issue.body.as_deref().unwrap_or(""), body) {
+                    let edit = IssueUpdate {
+                        body: Some(body),
+                        state: closed.then_some("open"),
+                        ..IssueUpdate::default()
+                    };
+                    t.client.update_issue(&t.repo, issue.number, &edit).await?;
+                    tracing::info!(
+                        issue = issue.number,
+                        entries,
+                        reopened = closed,
+                        "expired-freezes issue edited"
+                    );
+                }
+                Ok(issue.number)
+            }
+            None => {
+                let issue = t
+                    .client
+                    .create_issue(&t.repo, publish::EXPIRED_FREEZES_TITLE, body)
+                    .await?;
+                tracing::info!(issue = issue.number, entries, "expired-freezes issue opened");
+                Ok(issue.number)
+            }
+        }
+    }
+
+    async fn remember_expiry_issue(&self, repo: &str, number: Option<u64>, key: String) -> Result<(), Failure> {
+        let record = ExpiryIssue {
+            issue_number: number,
+            list_sha256: key,
+        };
+        self.store.set_expiry_issue(repo, &record).await.map_err(store_err)
+    }
+}
