@@ -8,7 +8,9 @@
 //! blocking ones (FAIL, INCONCLUSIVE) come first, then caveats, then PASS, each
 //! group in table order; the first decides the verdict.
 
-use crate::gate::attribution::{blind_locations, classify_test, import_time_locations, Attribution, Witnessing};
+use crate::gate::attribution::{
+    blind_locations, classify_test, import_time_locations, unjoined_tests, Attribution, Witnessing,
+};
 use crate::gate::config::{handle_for, Config, PathGlobs, SignalLevel, CONFIG_PATH};
 use crate::gate::error::Location;
 use crate::gate::input::{Evidence, GateInput};
@@ -21,7 +23,7 @@ use crate::gate::results::Outcome;
 use crate::gate::trust::checks;
 use crate::gate::trust::weakening::{tests_touched_by, weakenings};
 use crate::gate::trust::{evidence_config_changes, is_dependency_file};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Decide: attribute witnesses to the changed lines, run the rows of the
 /// decision table in order, apply `policy.signals`, and say PASS (row 8) when
@@ -59,6 +61,8 @@ struct Decision<'a> {
     att: Attribution,
     /// The patch's own ledger edits (base → head), when both ledgers are known.
     ledger_changes: Vec<LedgerChange>,
+    /// Witnesses whose id joins no head result (LCOV, Bazel): blind.
+    unjoined: BTreeSet<TestId>,
 
     reasons: Vec<Reason>,
     notes: Vec<String>,
@@ -83,6 +87,7 @@ impl<'a> Decision<'a> {
             input.workflow.as_deref().filter(|w| !w.trim().is_empty()),
         );
         let (no_evidence, glob_error) = no_evidence_globs(input.config, input.patch, &config_reasons);
+        let unjoined = unjoined_tests(ev);
         let att = Attribution::of(
             input.patch,
             ev.coverage.as_ref(),
@@ -91,6 +96,7 @@ impl<'a> Decision<'a> {
             ledger,
             ev.probe.as_ref(),
             &ev.head_sources,
+            &unjoined,
         );
         let ledger_changes = match (&ev.head_ledger, input.ledger) {
             (Some(head), Ok(base)) => ledger_changes(base, head),
@@ -105,6 +111,7 @@ impl<'a> Decision<'a> {
             glob_error,
             att,
             ledger_changes,
+            unjoined,
             reasons: Vec::new(),
             notes: Vec::new(),
             blind: BTreeMap::new(),
@@ -218,6 +225,15 @@ impl<'a> Decision<'a> {
                 "coverage path {from} was mapped to {to} by suffix (coverage without relative_files)"
             ));
         }
+        if !self.unjoined.is_empty() {
+            let names: Vec<&str> = self.unjoined.iter().map(TestId::as_str).collect();
+            self.notes.push(format!(
+                "{} coverage test id(s) match no head result, so they are blind witnesses, never stable: {} (the coverage's {} must equal the results' id: see README, \"Other languages\")",
+                names.len(),
+                names.join(", "),
+                cov.format.id_kind().describe()
+            ));
+        }
         if !cov.foreign_contexts.is_empty() {
             self.notes.push(format!(
                 "ignored coverage contexts that are not pytest-cov test contexts: {}",
@@ -298,7 +314,7 @@ impl<'a> Decision<'a> {
                 .map(|c| c.runs);
             let masked = r.outcome == Outcome::XFailed && base_runs.is_some();
             if r.outcome.is_failure() || masked {
-                let status = classify_test(test, self.ledger, ev.probe.as_ref());
+                let status = classify_test(test, self.ledger, ev.probe.as_ref(), &self.unjoined);
                 let counts = status.is_stable();
                 if counts {
                     failing_stable.push(test.clone());
@@ -897,6 +913,7 @@ impl<'a> Decision<'a> {
                 WitnessStatus::Frozen => witnesses.frozen.push(t.clone()),
                 WitnessStatus::Unstable => witnesses.unstable.push(t.clone()),
                 WitnessStatus::FailingOnBase => witnesses.failing_on_base.push(t.clone()),
+                WitnessStatus::Unjoined => witnesses.unjoined.push(t.clone()),
             }
         }
         let probe = ev.probe.as_ref().map(|p| probe_report(p, &self.att.union));

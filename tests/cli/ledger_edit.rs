@@ -422,7 +422,7 @@ fn invalid_edits_fail_and_leave_the_file_untouched() {
         &[
             "ledger",
             "add",
-            "nope",
+            "no pe",
             "--owner",
             "o",
             "--reason",
