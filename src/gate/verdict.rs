@@ -15,6 +15,7 @@ use crate::gate::config::{handle_for, Config, PathGlobs, SignalLevel, CONFIG_PAT
 use crate::gate::error::Location;
 use crate::gate::input::{Evidence, GateInput};
 use crate::gate::ledger::{ledger_changes, Ledger, LedgerChange};
+use crate::gate::nodeid::IdKind;
 use crate::gate::nodeid::TestId;
 use crate::gate::patch::Patch;
 use crate::gate::probe::{self, Probe, Stability};
@@ -272,7 +273,9 @@ impl<'a> Decision<'a> {
         }
     }
 
-    /// Row 2 (INCONCLUSIVE), `invalid_ledger`: every problem found in the base ledger.
+    /// Row 2 (INCONCLUSIVE), `invalid_ledger`: every problem found in the base ledger;
+    /// and a ledger whose every id is of another kind than the coverage's (pytest node
+    /// ids judged against LCOV evidence, …): none of its freezes could ever apply.
     fn row2_ledger(&mut self) {
         if let Err(errors) = self.input.ledger {
             for e in errors {
@@ -280,6 +283,34 @@ impl<'a> Decision<'a> {
                     Reason::new(ReasonCode::InvalidLedger, format!("invalid ledger: {e}")).at(vec![e.location.clone()]),
                 );
             }
+        }
+        let (Ok(ledger), Some(cov)) = (self.input.ledger, &self.ev.coverage) else {
+            return;
+        };
+        let want = cov.format.id_kind();
+        let kinds: std::collections::BTreeSet<IdKind> =
+            ledger.entries.iter().filter_map(|e| IdKind::of(&e.test).ok()).collect();
+        if !ledger.entries.is_empty() && !kinds.contains(&want) {
+            let file = self.input.ledger_file_name();
+            let had: Vec<&str> = kinds.iter().map(|k| k.describe()).collect();
+            self.reasons.push(
+                Reason::new(
+                    ReasonCode::InvalidLedger,
+                    format!(
+                        "invalid ledger: {file} names its tests by {}, but the coverage ({}) names them by {}: no freeze can apply; write the ledger's \"test\" as the coverage's ids{}",
+                        had.join(" and "),
+                        self.coverage_file(),
+                        want.describe(),
+                        cov.files
+                            .values()
+                            .flat_map(|f| f.tests.iter())
+                            .next()
+                            .map(|t| format!(" (such as {t})"))
+                            .unwrap_or_default()
+                    ),
+                )
+                .at(vec![Location::file(file.clone())]),
+            );
         }
     }
 

@@ -273,3 +273,28 @@ fn ledger_lint_accepts_other_test_ids() {
         );
     }
 }
+
+/// A ledger of pytest node ids judged against LCOV evidence: an error naming both kinds.
+#[test]
+fn a_ledger_of_another_id_kind_is_an_error_naming_both() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut args = tracefile_args("all_stable", "ledger.json");
+    args[3] = s(&root.join("tests/fixtures/project/.github/flake-ledger.json"));
+    let (rc, r, _) = check(&args);
+    assert_eq!(r["verdict"], "INCONCLUSIVE", "{r:#}");
+    assert_eq!(rc, 1);
+    let reason = r["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["code"] == "invalid_ledger")
+        .unwrap_or_else(|| panic!("no invalid_ledger: {r:#}"));
+    let msg = reason["message"].as_str().unwrap();
+    assert!(
+        msg.contains("flake-ledger.json")
+            && msg.contains("a pytest node id")
+            && msg.contains("an LCOV test name")
+            && msg.contains("coverage.info"),
+        "{msg}"
+    );
+}
