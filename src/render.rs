@@ -147,6 +147,7 @@ fn status_word(s: WitnessStatus) -> &'static str {
         WitnessStatus::Frozen => "frozen",
         WitnessStatus::Unstable => "unstable",
         WitnessStatus::FailingOnBase => "fails on base",
+        WitnessStatus::Unjoined => "no head result under this id",
     }
 }
 

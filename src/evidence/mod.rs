@@ -7,13 +7,16 @@
 //! Layout of an evidence directory:
 //! ```text
 //! coverage.json | .coverage     per-test coverage of the head tree
+//! coverage.info | coverage/     or LCOV: a tracefile, a directory of them, or Bazel's testlogs
 //! results/                      head results: report-log (*.jsonl) and/or JUnit (*.xml)
 //! probe.json | probe/           a probe JSON, or K result files of base runs
 //! meta.json                     {base_sha, head_sha, k, seed, test_command}
 //! ```
 
 pub mod assemble;
+pub mod bazel;
 pub mod coverage_db;
+mod lcov;
 
 use crate::gate::coverage::{self, Coverage, PathMatcher};
 use crate::gate::error::text_of;
@@ -77,10 +80,16 @@ impl EvidenceSources {
             if self.coverage.is_none() {
                 let json = dir.join("coverage.json");
                 let db = dir.join(".coverage");
+                let info = dir.join("coverage.info");
+                let lcov_dir = dir.join("coverage");
                 self.coverage = if json.is_file() {
                     Some(json)
                 } else if db.is_file() {
                     Some(db)
+                } else if info.is_file() {
+                    Some(info)
+                } else if lcov_dir.is_dir() {
+                    Some(lcov_dir)
                 } else {
                     None
                 };
@@ -176,7 +185,25 @@ pub fn load_evidence(
     // Head results: every file merged; report-logs first so their exact node ids help JUnit.
     if !sources.results.is_empty() {
         let mut files = Vec::new();
+        let mut bazel_results: Option<TestResults> = None;
         for p in &sources.results {
+            // bazel-testlogs: each target's test.xml is the result of its label.
+            if p.is_dir() && p.join("test.xml").symlink_metadata().is_err() {
+                match bazel::read_results(p) {
+                    Ok(Some((r, read))) => {
+                        for (f, b) in read {
+                            out.digests.push(InputDigest::of("results", &display(&f), &b));
+                        }
+                        bazel_results.get_or_insert_with(TestResults::default).merge(r);
+                        continue;
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        out.evidence.problems.push(e);
+                        continue;
+                    }
+                }
+            }
             if p.is_dir() {
                 match result_files(p) {
                     Ok(fs) => files.extend(fs),
@@ -186,7 +213,7 @@ pub fn load_evidence(
                 files.push(p.clone());
             }
         }
-        if files.is_empty() {
+        if files.is_empty() && bazel_results.is_none() {
             out.evidence.problems.push(InputError::new(
                 Location::file(
                     sources
@@ -210,8 +237,8 @@ pub fn load_evidence(
             }
         }
         texts.sort_by_key(|(_, t)| results::sniff(t) != Some(results::ResultFormat::ReportLog));
-        let mut merged = TestResults::default();
-        let mut ok = false;
+        let mut ok = bazel_results.is_some();
+        let mut merged = bazel_results.unwrap_or_default();
         for (f, t) in &texts {
             match results::parse_any(&display(f), t, &known) {
                 Ok(r) => {
@@ -231,6 +258,9 @@ pub fn load_evidence(
 
 fn read_coverage(path: &Path, matcher: &PathMatcher) -> Result<(Coverage, InputDigest), InputError> {
     let name = display(path);
+    if path.is_dir() {
+        return lcov::read_lcov_dir(path, matcher);
+    }
     let cannot = |e: std::io::Error| InputError::new(Location::file(&name), format!("cannot read: {e}"));
     let mut f = std::fs::File::open(path).map_err(cannot)?;
     let mut head = [0u8; 16];
@@ -244,6 +274,10 @@ fn read_coverage(path: &Path, matcher: &PathMatcher) -> Result<(Coverage, InputD
         let cov = crate::evidence::coverage_db::read_data_file_blocking(path, matcher)
             .map_err(|e| InputError::new(Location::file(&name), format!("{e:#}")))?;
         return Ok((cov, digest(sha256_file(path).map_err(cannot)?)));
+    }
+    if coverage::lcov::looks_like_lcov(&head[..n]) {
+        let (cov, sha) = lcov::read_tracefiles(&[(path.to_path_buf(), None)], matcher, coverage::CoverageFormat::Lcov)?;
+        return Ok((cov, digest(sha)));
     }
     // One pass over a JSON that may be gigabytes: hash the bytes as the parser reads them.
     let f = std::fs::File::open(path).map_err(cannot)?;
@@ -348,9 +382,16 @@ fn looks_like_probe_json(t: &str) -> bool {
 /// The evidence directory inside an extracted artifact: its root, or a lone `evidence/` in it.
 pub fn evidence_root(extracted: &Path) -> PathBuf {
     let nested = extracted.join("evidence");
-    let root_has_evidence = ["meta.json", "coverage.json", ".coverage", "results"]
-        .iter()
-        .any(|f| extracted.join(f).exists());
+    let root_has_evidence = [
+        "meta.json",
+        "coverage.json",
+        ".coverage",
+        "coverage.info",
+        "coverage",
+        "results",
+    ]
+    .iter()
+    .any(|f| extracted.join(f).exists());
     if !root_has_evidence && nested.is_dir() {
         nested
     } else {

@@ -17,7 +17,7 @@ use crate::gate::report::{
 };
 use crate::gate::scopes::SourceMap;
 use crate::gate::trust::is_test_file;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The patch's changed lines and their witnesses, file by file, and the totals
 /// the rows decide on.
@@ -55,6 +55,8 @@ pub(crate) enum Witnessing {
 impl Attribution {
     /// Account for every file of `patch` against `coverage`; `no_evidence`
     /// matches the files that need no evidence.
+    // Each argument is one input of the attribution; a struct would only rename them.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn of(
         patch: &Patch,
         coverage: Option<&Coverage>,
@@ -63,6 +65,7 @@ impl Attribution {
         ledger: &Ledger,
         probe: Option<&Probe>,
         head_sources: &BTreeMap<String, String>,
+        unjoined: &BTreeSet<TestId>,
     ) -> Self {
         // Only files with a changed line are ever asked for their source.
         let sources: BTreeMap<&String, SourceMap> = head_sources
@@ -70,7 +73,7 @@ impl Attribution {
             .filter(|(p, _)| patch.files.iter().any(|f| &f.path == *p && !f.added.is_empty()))
             .map(|(p, text)| (p, SourceMap::parse(text)))
             .collect();
-        let classify = |t: &TestId| classify_test(t, ledger, probe);
+        let classify = |t: &TestId| classify_test(t, ledger, probe, unjoined);
         let mut files = Vec::new();
         let mut union: BTreeMap<TestId, WitnessStatus> = BTreeMap::new();
         let mut needs_evidence_units = 0usize;
@@ -184,10 +187,36 @@ impl Attribution {
     }
 }
 
-/// How a test stands: unstable (probe) first, then frozen (ledger), then broken on base.
-pub(crate) fn classify_test(test: &TestId, ledger: &Ledger, probe: Option<&Probe>) -> WitnessStatus {
+/// The coverage's tests that no head result names, when the coverage's ids are not
+/// pytest node ids (LCOV `TN:` names, Bazel labels): an id that cannot be joined is
+/// blind, never stable (issue 14). Empty without head results (row 7 says so).
+pub(crate) fn unjoined_tests(ev: &crate::gate::Evidence) -> BTreeSet<TestId> {
+    let (Some(cov), Some(res)) = (&ev.coverage, &ev.results) else {
+        return BTreeSet::new();
+    };
+    if cov.format.id_kind() == crate::gate::nodeid::IdKind::PytestNode {
+        return BTreeSet::new();
+    }
+    cov.files
+        .values()
+        .flat_map(|f| f.tests.iter())
+        .filter(|t| !res.tests.contains_key(*t))
+        .cloned()
+        .collect()
+}
+
+/// How a test stands: unstable (probe) first, then frozen (ledger), then broken on
+/// base; a witness whose id joins no head result is unjoined.
+pub(crate) fn classify_test(
+    test: &TestId,
+    ledger: &Ledger,
+    probe: Option<&Probe>,
+    unjoined: &BTreeSet<TestId>,
+) -> WitnessStatus {
     let stability = probe.and_then(|p| p.stability(test));
-    if stability == Some(Stability::Unstable) {
+    if unjoined.contains(test) {
+        WitnessStatus::Unjoined
+    } else if stability == Some(Stability::Unstable) {
         WitnessStatus::Unstable
     } else if ledger.is_frozen(test) {
         WitnessStatus::Frozen

@@ -9,7 +9,7 @@
 
 use crate::gate::error::{InputError, Location};
 use crate::gate::json_spans;
-use crate::gate::nodeid::TestId;
+use crate::gate::nodeid::{IdKind, TestId};
 use chrono::NaiveDate;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -256,11 +256,15 @@ fn parse_entry(
     let expires_s = string("expires", true, errors);
 
     if let (Some(t), Some(v)) = (&test, get("test")) {
-        if let Err(why) = check_node_id(t) {
-            errors.push(InputError::new(
-                at(v.pos),
-                format!("\"test\" {t:?} is not a pytest node id: {why}"),
-            ));
+        // A pytest node id (or prefix), a Bazel label, an LCOV test name or a JUnit
+        // classname.name (`IdKind`); a string with `::` must be a well-formed node id.
+        let why = match IdKind::of(t) {
+            Ok(IdKind::PytestNode) => check_node_id(t).err().map(|w| format!("is not a pytest node id: {w}")),
+            Ok(_) => None,
+            Err(w) => Some(format!("is not a test id: {w}")),
+        };
+        if let Some(why) = why {
+            errors.push(InputError::new(at(v.pos), format!("\"test\" {t:?} {why}")));
         }
     }
     if let (Some(o), Some(v)) = (&owner, get("owner")) {
@@ -641,10 +645,10 @@ mod tests {
                 &[(2, Some(10), "duplicate test \"a.py::t\": also frozen at line 4"), (4, Some(10), "also frozen at line 2")],
             ),
             (
-                "not node ids",
-                "{\"frozen\": [\n{\"test\": \"test_a\", \"owner\": \"o\", \"expires\": \"2026-03-01\"},\n{\"test\": \"a.py::\", \"owner\": \"o\", \"expires\": \"2026-03-01\"},\n{\"test\": \" a.py::t\", \"owner\": \"o\", \"expires\": \"2026-03-01\"},\n{\"test\": \"a.py:: t\", \"owner\": \"o\", \"expires\": \"2026-03-01\"},\n{\"test\": \"::t\", \"owner\": \"o\", \"expires\": \"2026-03-01\"}]}",
+                "not test ids",
+                "{\"frozen\": [\n{\"test\": \"test a\", \"owner\": \"o\", \"expires\": \"2026-03-01\"},\n{\"test\": \"a.py::\", \"owner\": \"o\", \"expires\": \"2026-03-01\"},\n{\"test\": \" a.py::t\", \"owner\": \"o\", \"expires\": \"2026-03-01\"},\n{\"test\": \"a.py:: t\", \"owner\": \"o\", \"expires\": \"2026-03-01\"},\n{\"test\": \"::t\", \"owner\": \"o\", \"expires\": \"2026-03-01\"}]}",
                 None,
-                &[(2, Some(10), "no \"::\""), (3, Some(10), "name after"), (4, Some(10), "whitespace"), (5, Some(10), "whitespace"), (6, Some(10), "path before")],
+                &[(2, Some(10), "is not a test id"), (3, Some(10), "name after"), (4, Some(10), "whitespace"), (5, Some(10), "whitespace"), (6, Some(10), "path before")],
             ),
             (
                 "duplicate key",

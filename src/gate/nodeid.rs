@@ -5,6 +5,11 @@
 //! the *last* `|` because parametrised ids may contain `|` themselves. A static
 //! context (coverage's `[run] context = py311`) is prefixed as `py311|nodeid|run`.
 //! The empty context `""` is import-time code and names no test.
+//!
+//! Other languages' evidence names tests otherwise ([`IdKind`]): an LCOV `TN:`
+//! name, a JUnit `classname.name`, a Bazel target label. One string joins
+//! coverage, head results, probe and ledger; [`junit_join_keys`] says which
+//! JUnit case a known id stands for.
 
 use serde::Serialize;
 use std::fmt;
@@ -139,6 +144,101 @@ pub fn junit_key(id: &TestId) -> (String, String) {
     (classname, name)
 }
 
+/// The kinds of test id the gate joins on (README, "Other languages").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdKind {
+    /// `tests/test_a.py::TestX::test_y[1]` (or a prefix of such ids in a ledger)
+    PytestNode,
+    /// `//calc:test_add`, `@repo//pkg/sub:target`
+    BazelLabel,
+    /// an LCOV `TN:` name: letters, digits and `_` (what `lcov --test-name` accepts)
+    LcovTestName,
+    /// a JUnit case as `classname.name` (`com.acme.CartTest.testTotal`)
+    JUnitCase,
+}
+
+impl IdKind {
+    pub fn describe(self) -> &'static str {
+        match self {
+            IdKind::PytestNode => "a pytest node id (path::name)",
+            IdKind::BazelLabel => "a Bazel target label (//package:target)",
+            IdKind::LcovTestName => "an LCOV test name (TN:, letters, digits and _)",
+            IdKind::JUnitCase => "a JUnit classname.name",
+        }
+    }
+
+    /// Which kind `id` is, or why it is none.
+    pub fn of(id: &str) -> Result<IdKind, String> {
+        if id.is_empty() {
+            return Err("it is empty".into());
+        }
+        if id.trim() != id || id.chars().any(char::is_control) {
+            return Err("it has leading or trailing whitespace or control characters".into());
+        }
+        if id.starts_with("//") || (id.starts_with('@') && id.contains("//")) {
+            let (_, rest) = id.split_once("//").unwrap_or(("", id));
+            let Some((pkg, target)) = rest.rsplit_once(':') else {
+                return Err("a Bazel label needs a target: expected //package:target".into());
+            };
+            let bad = |s: &str| s.chars().any(|c| c.is_whitespace() || c == ':');
+            if target.is_empty() || bad(target) || bad(pkg) || pkg.starts_with('/') || pkg.ends_with('/') {
+                return Err("expected a Bazel label //package:target".into());
+            }
+            return Ok(IdKind::BazelLabel);
+        }
+        if id.contains("::") {
+            return Ok(IdKind::PytestNode);
+        }
+        if id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Ok(IdKind::LcovTestName);
+        }
+        let head = id.split(['[', '(']).next().unwrap_or(id);
+        if let Some((class, name)) = head.rsplit_once('.') {
+            if !class.is_empty()
+                && !name.is_empty()
+                && !class.split('.').any(str::is_empty)
+                && !head.chars().any(char::is_whitespace)
+            {
+                return Ok(IdKind::JUnitCase);
+            }
+        }
+        Err("expected a pytest node id (path::name), a Bazel label (//package:target), an LCOV test name (letters, digits, _) or a JUnit classname.name".into())
+    }
+}
+
+/// A JUnit case a known id can stand for: `(Some(classname), name)`, or
+/// `(None, name)` for any classname (an LCOV test name, a Bazel label).
+pub type JoinKey = (Option<String>, String);
+
+/// The JUnit cases `id` joins with (documented in the README, "Other languages"):
+/// - pytest node id → its [`junit_key`];
+/// - LCOV test name `T` → a case named `T` (cmocka, GoogleTest's `TEST(Suite, T)`
+///   written as suite `Suite`, name `T`: the classname is not part of a `TN:` name);
+/// - Bazel label `//pkg:target` → the case Bazel writes into the target's `test.xml`,
+///   named `pkg/target`, and a case named by the label itself;
+/// - JUnit `classname.name` → that classname and name (split at the last `.` before
+///   any parameters).
+pub fn junit_join_keys(id: &TestId) -> Vec<JoinKey> {
+    match IdKind::of(id.as_str()) {
+        Ok(IdKind::PytestNode) | Err(_) => {
+            let (c, n) = junit_key(id);
+            vec![(Some(c), n)]
+        }
+        Ok(IdKind::LcovTestName) => vec![(None, id.0.clone())],
+        Ok(IdKind::BazelLabel) => {
+            let rest = id.0.split_once("//").map_or(id.0.as_str(), |(_, r)| r);
+            let path = rest.replacen(':', "/", 1);
+            vec![(None, path), (None, id.0.clone())]
+        }
+        Ok(IdKind::JUnitCase) => {
+            let cut = id.0.find(['[', '(']).unwrap_or(id.0.len());
+            let dot = id.0[..cut].rfind('.').unwrap_or(0);
+            vec![(Some(id.0[..dot].to_string()), id.0[dot + 1..].to_string())]
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,6 +282,52 @@ mod tests {
         assert!(!id.is_under("tests/a.py::TestXY"));
         assert_eq!(id.base(), "tests/a.py::TestX::test_y");
         assert_eq!(id.file(), "tests/a.py");
+    }
+
+    #[test]
+    fn id_kinds() {
+        let ok = [
+            ("tests/a.py::test_x", IdKind::PytestNode),
+            ("tests/a.py::T", IdKind::PytestNode),
+            ("//calc:test_add", IdKind::BazelLabel),
+            ("//:all_tests", IdKind::BazelLabel),
+            ("@ext//pkg/sub:t", IdKind::BazelLabel),
+            ("test_add", IdKind::LcovTestName),
+            ("com.acme.CartTest.testTotal", IdKind::JUnitCase),
+            ("calc.test_p[a.b]", IdKind::JUnitCase),
+        ];
+        for (id, want) in ok {
+            assert_eq!(IdKind::of(id), Ok(want), "{id}");
+        }
+        for bad in [
+            "",
+            " x",
+            "//calc",
+            "//calc:",
+            "//calc:a b",
+            "a b",
+            ".x",
+            "x.",
+            "a..b",
+            "tést",
+        ] {
+            assert!(IdKind::of(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn join_keys() {
+        let k = |s: &str| junit_join_keys(&TestId::new(s));
+        assert_eq!(k("test_add"), [(None, "test_add".to_string())]);
+        assert_eq!(
+            k("//calc:test_add"),
+            [
+                (None, "calc/test_add".to_string()),
+                (None, "//calc:test_add".to_string())
+            ]
+        );
+        assert_eq!(k("a.B.t[x.y]"), [(Some("a.B".to_string()), "t[x.y]".to_string())]);
+        assert_eq!(k("tests/a.py::t"), [(Some("tests.a".to_string()), "t".to_string())]);
     }
 
     #[test]

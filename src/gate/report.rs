@@ -206,6 +206,9 @@ pub enum WitnessStatus {
     Unstable,
     /// Failed every probe run: broken on base, not evidence.
     FailingOnBase,
+    /// Its id joins no head result (an LCOV `TN:` name, a Bazel label that the JUnit
+    /// does not carry): whether it passed is unknown, so it is blind, never stable.
+    Unjoined,
 }
 
 impl WitnessStatus {
@@ -319,6 +322,9 @@ pub struct Witnesses {
     pub frozen: Vec<TestId>,
     pub unstable: Vec<TestId>,
     pub failing_on_base: Vec<TestId>,
+    /// Witnesses whose id no head result carries (LCOV, Bazel evidence).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub unjoined: Vec<TestId>,
 }
 
 /// Someone who cannot see this patch's effect, and what they must do.

@@ -8,11 +8,14 @@
 //! blocking ones (FAIL, INCONCLUSIVE) come first, then caveats, then PASS, each
 //! group in table order; the first decides the verdict.
 
-use crate::gate::attribution::{blind_locations, classify_test, import_time_locations, Attribution, Witnessing};
+use crate::gate::attribution::{
+    blind_locations, classify_test, import_time_locations, unjoined_tests, Attribution, Witnessing,
+};
 use crate::gate::config::{handle_for, Config, PathGlobs, SignalLevel, CONFIG_PATH};
 use crate::gate::error::Location;
 use crate::gate::input::{Evidence, GateInput};
 use crate::gate::ledger::{ledger_changes, Ledger, LedgerChange};
+use crate::gate::nodeid::IdKind;
 use crate::gate::nodeid::TestId;
 use crate::gate::patch::Patch;
 use crate::gate::probe::{self, Probe, Stability};
@@ -21,7 +24,7 @@ use crate::gate::results::Outcome;
 use crate::gate::trust::checks;
 use crate::gate::trust::weakening::{tests_touched_by, weakenings};
 use crate::gate::trust::{evidence_config_changes, is_dependency_file};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Decide: attribute witnesses to the changed lines, run the rows of the
 /// decision table in order, apply `policy.signals`, and say PASS (row 8) when
@@ -59,6 +62,8 @@ struct Decision<'a> {
     att: Attribution,
     /// The patch's own ledger edits (base → head), when both ledgers are known.
     ledger_changes: Vec<LedgerChange>,
+    /// Witnesses whose id joins no head result (LCOV, Bazel): blind.
+    unjoined: BTreeSet<TestId>,
 
     reasons: Vec<Reason>,
     notes: Vec<String>,
@@ -83,6 +88,7 @@ impl<'a> Decision<'a> {
             input.workflow.as_deref().filter(|w| !w.trim().is_empty()),
         );
         let (no_evidence, glob_error) = no_evidence_globs(input.config, input.patch, &config_reasons);
+        let unjoined = unjoined_tests(ev);
         let att = Attribution::of(
             input.patch,
             ev.coverage.as_ref(),
@@ -91,6 +97,7 @@ impl<'a> Decision<'a> {
             ledger,
             ev.probe.as_ref(),
             &ev.head_sources,
+            &unjoined,
         );
         let ledger_changes = match (&ev.head_ledger, input.ledger) {
             (Some(head), Ok(base)) => ledger_changes(base, head),
@@ -105,6 +112,7 @@ impl<'a> Decision<'a> {
             glob_error,
             att,
             ledger_changes,
+            unjoined,
             reasons: Vec::new(),
             notes: Vec::new(),
             blind: BTreeMap::new(),
@@ -218,6 +226,15 @@ impl<'a> Decision<'a> {
                 "coverage path {from} was mapped to {to} by suffix (coverage without relative_files)"
             ));
         }
+        if !self.unjoined.is_empty() {
+            let names: Vec<&str> = self.unjoined.iter().map(TestId::as_str).collect();
+            self.notes.push(format!(
+                "{} coverage test id(s) match no head result, so they are blind witnesses, never stable: {} (the coverage's {} must equal the results' id: see README, \"Other languages\")",
+                names.len(),
+                names.join(", "),
+                cov.format.id_kind().describe()
+            ));
+        }
         if !cov.foreign_contexts.is_empty() {
             self.notes.push(format!(
                 "ignored coverage contexts that are not pytest-cov test contexts: {}",
@@ -256,7 +273,9 @@ impl<'a> Decision<'a> {
         }
     }
 
-    /// Row 2 (INCONCLUSIVE), `invalid_ledger`: every problem found in the base ledger.
+    /// Row 2 (INCONCLUSIVE), `invalid_ledger`: every problem found in the base ledger;
+    /// and a ledger whose every id is of another kind than the coverage's (pytest node
+    /// ids judged against LCOV evidence, …): none of its freezes could ever apply.
     fn row2_ledger(&mut self) {
         if let Err(errors) = self.input.ledger {
             for e in errors {
@@ -264,6 +283,34 @@ impl<'a> Decision<'a> {
                     Reason::new(ReasonCode::InvalidLedger, format!("invalid ledger: {e}")).at(vec![e.location.clone()]),
                 );
             }
+        }
+        let (Ok(ledger), Some(cov)) = (self.input.ledger, &self.ev.coverage) else {
+            return;
+        };
+        let want = cov.format.id_kind();
+        let kinds: std::collections::BTreeSet<IdKind> =
+            ledger.entries.iter().filter_map(|e| IdKind::of(&e.test).ok()).collect();
+        if !ledger.entries.is_empty() && !kinds.contains(&want) {
+            let file = self.input.ledger_file_name();
+            let had: Vec<&str> = kinds.iter().map(|k| k.describe()).collect();
+            self.reasons.push(
+                Reason::new(
+                    ReasonCode::InvalidLedger,
+                    format!(
+                        "invalid ledger: {file} names its tests by {}, but the coverage ({}) names them by {}: no freeze can apply; write the ledger's \"test\" as the coverage's ids{}",
+                        had.join(" and "),
+                        self.coverage_file(),
+                        want.describe(),
+                        cov.files
+                            .values()
+                            .flat_map(|f| f.tests.iter())
+                            .next()
+                            .map(|t| format!(" (such as {t})"))
+                            .unwrap_or_default()
+                    ),
+                )
+                .at(vec![Location::file(file.clone())]),
+            );
         }
     }
 
@@ -298,7 +345,7 @@ impl<'a> Decision<'a> {
                 .map(|c| c.runs);
             let masked = r.outcome == Outcome::XFailed && base_runs.is_some();
             if r.outcome.is_failure() || masked {
-                let status = classify_test(test, self.ledger, ev.probe.as_ref());
+                let status = classify_test(test, self.ledger, ev.probe.as_ref(), &self.unjoined);
                 let counts = status.is_stable();
                 if counts {
                     failing_stable.push(test.clone());
@@ -897,6 +944,7 @@ impl<'a> Decision<'a> {
                 WitnessStatus::Frozen => witnesses.frozen.push(t.clone()),
                 WitnessStatus::Unstable => witnesses.unstable.push(t.clone()),
                 WitnessStatus::FailingOnBase => witnesses.failing_on_base.push(t.clone()),
+                WitnessStatus::Unjoined => witnesses.unjoined.push(t.clone()),
             }
         }
         let probe = ev.probe.as_ref().map(|p| probe_report(p, &self.att.union));

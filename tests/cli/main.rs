@@ -9,6 +9,7 @@ mod git_base;
 #[path = "../common/hostile.rs"]
 mod hostile;
 mod inert_output;
+mod lcov;
 mod ledger_edit;
 mod probe;
 mod release;

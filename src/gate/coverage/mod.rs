@@ -1,5 +1,6 @@
 //! Per-test line coverage of the head tree, as coverage.py records it with
-//! test contexts, restricted to the files the patch touches.
+//! test contexts (or LCOV with `TN:` test names, [`lcov`]), restricted to the
+//! files the patch touches.
 //!
 //! This file is the model, and what every reader shares. Two readers fill
 //! [`Coverage`]: [`json::read_json`] (a stream over any `impl Read`), and the
@@ -8,6 +9,7 @@
 //! and add files with [`insert_file`], so the same run gives the same witnesses.
 
 pub mod json;
+pub mod lcov;
 
 use crate::gate::nodeid::{ContextKind, Phase, TestId};
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,6 +22,22 @@ pub enum CoverageFormat {
     Json,
     /// the `.coverage` SQLite data file
     DataFile,
+    /// LCOV tracefiles, one test per `TN:` section
+    Lcov,
+    /// Bazel's `bazel-testlogs/<package>/<target>/coverage.dat`, one test per target
+    Bazel,
+}
+
+impl CoverageFormat {
+    /// The kind of test id this format's witnesses carry.
+    pub fn id_kind(self) -> crate::gate::nodeid::IdKind {
+        use crate::gate::nodeid::IdKind;
+        match self {
+            CoverageFormat::Json | CoverageFormat::DataFile => IdKind::PytestNode,
+            CoverageFormat::Lcov => IdKind::LcovTestName,
+            CoverageFormat::Bazel => IdKind::BazelLabel,
+        }
+    }
 }
 
 /// One witness of one line: a test and the phases in which it ran the line.

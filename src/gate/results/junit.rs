@@ -2,7 +2,7 @@
 
 use super::model::{first_line, CollectionError, Outcome, TestResult, TestResults, UnmatchedCase};
 use crate::gate::error::{InputError, Location};
-use crate::gate::nodeid::{junit_key, Phase, TestId};
+use crate::gate::nodeid::{junit_join_keys, JoinKey, Phase, TestId};
 use std::collections::{BTreeSet, HashMap};
 
 /// Byte offsets → 1-based line and column (in characters), without rescanning
@@ -150,7 +150,7 @@ fn rebuild_xunit1(file: &str, classname: &str, name: &str) -> Option<String> {
 
 /// Parse JUnit XML. xunit1 records carry `file`; their node ids are rebuilt
 /// from file + classname + name. xunit2 records are matched against
-/// `known` (node ids from coverage) by [`crate::gate::nodeid::junit_key`]:
+/// `known` (ids from coverage) by [`crate::gate::nodeid::junit_join_keys`]:
 /// exactly one match or the case is reported unmatched, never guessed.
 pub fn parse_junit(file: &str, text: &str, known: &BTreeSet<TestId>) -> Result<TestResults, InputError> {
     use quick_xml::events::{BytesStart, Event};
@@ -173,7 +173,7 @@ pub fn parse_junit(file: &str, text: &str, known: &BTreeSet<TestId>) -> Result<T
     let mut child: Option<Child> = None;
     let mut out = TestResults::default();
 
-    let mut index: Option<HashMap<(String, String), Vec<&TestId>>> = None;
+    let mut index: Option<HashMap<JoinKey, Vec<&TestId>>> = None;
     let mut finish = |c: Case, out: &mut TestResults| {
         let source = format!("{file}:{}", c.line);
         let (outcome, phase, message) = match case_kind(&c) {
@@ -215,13 +215,23 @@ pub fn parse_junit(file: &str, text: &str, known: &BTreeSet<TestId>) -> Result<T
             Some(id) => id,
             None => {
                 let idx = index.get_or_insert_with(|| {
-                    let mut m: HashMap<(String, String), Vec<&TestId>> = HashMap::new();
+                    let mut m: HashMap<JoinKey, Vec<&TestId>> = HashMap::new();
                     for t in known {
-                        m.entry(junit_key(t)).or_default().push(t);
+                        for k in junit_join_keys(t) {
+                            m.entry(k).or_default().push(t);
+                        }
                     }
                     m
                 });
-                match idx.get(&(c.classname.clone(), c.name.clone())).map(Vec::as_slice) {
+                // By classname and name (pytest, JUnit ids), or by name alone (LCOV, Bazel).
+                let mut found: Vec<&TestId> = [Some(c.classname.clone()), None]
+                    .into_iter()
+                    .flat_map(|cn| idx.get(&(cn, c.name.clone())).into_iter().flatten().copied())
+                    .collect();
+                found.sort();
+                found.dedup();
+                let found = (!found.is_empty()).then_some(found);
+                match found.as_deref() {
                     Some([one]) => (*one).clone(),
                     found => {
                         let why = match found {
