@@ -146,6 +146,7 @@ fn status_word(s: WitnessStatus) -> &'static str {
         WitnessStatus::Frozen => "frozen",
         WitnessStatus::Unstable => "unstable",
         WitnessStatus::FailingOnBase => "fails on base",
+        WitnessStatus::HeadFlaky => "flaky on head",
     }
 }
 

@@ -15,6 +15,7 @@ use crate::gate::probe::{Probe, Stability};
 use crate::gate::report::{
     DeletionReport, FileEvidence, FileReport, LineClass, LineReport, LineWitness, WitnessStatus,
 };
+use crate::gate::results::TestResults;
 use crate::gate::scopes::SourceMap;
 use crate::gate::trust::is_test_file;
 use std::collections::BTreeMap;
@@ -60,8 +61,7 @@ impl Attribution {
         coverage: Option<&Coverage>,
         no_evidence: &PathGlobs,
         policy: &Policy,
-        ledger: &Ledger,
-        probe: Option<&Probe>,
+        standing: Standing<'_>,
         head_sources: &BTreeMap<String, String>,
     ) -> Self {
         // Only files with a changed line are ever asked for their source.
@@ -70,7 +70,7 @@ impl Attribution {
             .filter(|(p, _)| patch.files.iter().any(|f| &f.path == *p && !f.added.is_empty()))
             .map(|(p, text)| (p, SourceMap::parse(text)))
             .collect();
-        let classify = |t: &TestId| classify_test(t, ledger, probe);
+        let classify = |t: &TestId| standing.classify(t);
         let mut files = Vec::new();
         let mut union: BTreeMap<TestId, WitnessStatus> = BTreeMap::new();
         let mut needs_evidence_units = 0usize;
@@ -184,8 +184,29 @@ impl Attribution {
     }
 }
 
-/// How a test stands: unstable (probe) first, then frozen (ledger), then broken on base.
-pub(crate) fn classify_test(test: &TestId, ledger: &Ledger, probe: Option<&Probe>) -> WitnessStatus {
+/// What a test's status as a witness is judged from: the ledger, the base
+/// probe and the head results (for reruns).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Standing<'a> {
+    pub(crate) ledger: &'a Ledger,
+    pub(crate) probe: Option<&'a Probe>,
+    pub(crate) results: Option<&'a TestResults>,
+}
+
+impl Standing<'_> {
+    pub(crate) fn classify(&self, test: &TestId) -> WitnessStatus {
+        classify_test(test, self.ledger, self.probe, self.results)
+    }
+}
+
+/// How a test stands: unstable (probe) first, then frozen (ledger), then broken
+/// on base, then flaky on head (it failed and passed on a rerun in the head run).
+pub(crate) fn classify_test(
+    test: &TestId,
+    ledger: &Ledger,
+    probe: Option<&Probe>,
+    results: Option<&TestResults>,
+) -> WitnessStatus {
     let stability = probe.and_then(|p| p.stability(test));
     if stability == Some(Stability::Unstable) {
         WitnessStatus::Unstable
@@ -193,6 +214,11 @@ pub(crate) fn classify_test(test: &TestId, ledger: &Ledger, probe: Option<&Probe
         WitnessStatus::Frozen
     } else if stability == Some(Stability::BrokenOnBase) {
         WitnessStatus::FailingOnBase
+    } else if results
+        .and_then(|r| r.tests.get(test))
+        .is_some_and(|r| r.is_head_flaky())
+    {
+        WitnessStatus::HeadFlaky
     } else {
         WitnessStatus::Stable
     }

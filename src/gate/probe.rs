@@ -339,7 +339,8 @@ fn show(v: &crate::gate::json_spans::JVal) -> String {
 /// Compute the probe from K runs' results (one `TestResults` per run).
 /// A run counts for a test when the test passed, failed or errored in it
 /// (xpassed counts as a pass); skipped and xfailed runs, and runs the test was
-/// absent from, do not count. Tests with no counted run are left out: a test
+/// absent from, do not count. A failed attempt that a rerun plugin ran again
+/// (`reruns`) counts as one more run, failed. Tests with no counted run are left out: a test
 /// the probe never saw pass or fail is not shown stable.
 pub fn from_runs(runs: &[TestResults]) -> Probe {
     let mut tests: BTreeMap<TestId, ProbeCounts> = BTreeMap::new();
@@ -354,6 +355,14 @@ pub fn from_runs(runs: &[TestResults]) -> Probe {
                 let c = tests.entry(id.clone()).or_insert(ProbeCounts { failures: 0, runs: 0 });
                 c.runs += 1;
                 c.failures += u32::from(failed);
+                // Each failed attempt that a rerun plugin ran again counts as a run of its
+                // own that failed: a test that failed and passed within one base run is unstable.
+                c.runs = c.runs.saturating_add(r.reruns);
+                c.failures = c.failures.saturating_add(r.reruns);
+            } else if r.reruns > 0 {
+                let c = tests.entry(id.clone()).or_insert(ProbeCounts { failures: 0, runs: 0 });
+                c.runs = c.runs.saturating_add(r.reruns);
+                c.failures = c.failures.saturating_add(r.reruns);
             }
         }
     }
@@ -501,6 +510,7 @@ mod tests {
                             phase: None,
                             message: None,
                             source: String::new(),
+                            reruns: 0,
                         },
                     )
                 })
@@ -529,6 +539,17 @@ mod tests {
         assert_eq!(p.tests[&TestId::new("a::xp")], ProbeCounts { failures: 0, runs: 2 });
         assert!(!p.tests.contains_key(&TestId::new("a::s")));
         assert_eq!(from_runs(&[]).k, 0);
+        // A base run in which a test failed and passed on a rerun shows it unstable.
+        let mut flaky = run(&[("a::f", Outcome::Passed), ("a::g", Outcome::Failed)]);
+        for t in flaky.tests.values_mut() {
+            t.reruns = 1;
+        }
+        let p = from_runs(&[flaky, run(&[("a::f", Outcome::Passed), ("a::g", Outcome::Failed)])]);
+        assert_eq!(p.tests[&TestId::new("a::f")], ProbeCounts { failures: 1, runs: 3 });
+        assert_eq!(p.stability(&TestId::new("a::f")), Some(Stability::Unstable));
+        // Failed in every attempt of every run: still broken on base, not unstable.
+        assert_eq!(p.tests[&TestId::new("a::g")], ProbeCounts { failures: 3, runs: 3 });
+        assert_eq!(p.stability(&TestId::new("a::g")), Some(Stability::BrokenOnBase));
     }
 
     #[test]

@@ -12,4 +12,5 @@ mod inert_output;
 mod ledger_edit;
 mod probe;
 mod release;
+mod reruns;
 mod support;
