@@ -11,6 +11,7 @@ mod hostile;
 mod inert_output;
 mod ledger_edit;
 mod probe;
+mod probe_shards;
 mod release;
 mod reruns;
 mod support;
