@@ -131,3 +131,35 @@ fn shards_of_different_bases_or_collections_are_unusable_evidence() {
         .unwrap()
         .contains("beside probe shards"));
 }
+
+fn probe_from(dirs: &[PathBuf]) -> std::process::Output {
+    let mut args = vec!["probe".to_string(), "--format".into(), "json".into(), "--from".into()];
+    args.extend(dirs.iter().map(|d| d.display().to_string()));
+    args.extend(["--today".into(), "2026-11-20".into()]);
+    Command::new(env!("CARGO_BIN_EXE_flakegate"))
+        .args(&args)
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn probe_from_shards_checks_their_base_sha() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sha = base_sha();
+    shards(tmp.path(), &sha, &sha);
+    let dirs = [tmp.path().join("a"), tmp.path().join("b")];
+    let out = probe_from(&dirs);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // meta.json is no run: five runs, all usable.
+    assert_eq!(j["k"], 5, "{j}");
+
+    let tmp = tempfile::tempdir().unwrap();
+    shards(tmp.path(), &sha, "0000000000000000000000000000000000000000");
+    let out = probe_from(&[tmp.path().join("a"), tmp.path().join("b")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("different base commits"), "{stderr}");
+}
