@@ -240,6 +240,7 @@ fn status_word(s: WitnessStatus) -> &'static str {
         WitnessStatus::Unstable => "unstable",
         WitnessStatus::FailingOnBase => "fails on base",
         WitnessStatus::Unjoined => "no head result under this id",
+        WitnessStatus::HeadFlaky => "flaky on head",
     }
 }
 

@@ -199,6 +199,7 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<i32> {
                 "--only and --witnesses-of restrict live runs; they do not apply to --from",
             ));
         }
+        check_shards(&args.from)?;
         let files = collect::list_files(&args.from).map_err(unusable)?;
         (collect::import_files(&files, &known), None)
     } else {
@@ -289,6 +290,48 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<i32> {
         ),
     );
     finish(&args, &out)
+}
+
+/// `--from DIR...` where the directories are shards of one probe from a CI matrix (each with
+/// a meta.json): they must all name the same `base_sha`; a directory without meta.json beside
+/// ones with it is an error. (That every run collected the same tests is the summary's check:
+/// a run of another collection is unusable and named.)
+fn check_shards(from: &[PathBuf]) -> anyhow::Result<()> {
+    let metas: Vec<(&PathBuf, Option<PathBuf>)> = from
+        .iter()
+        .filter(|p| p.is_dir())
+        .map(|d| (d, Some(d.join("meta.json")).filter(|m| m.is_file())))
+        .collect();
+    if metas.iter().all(|(_, m)| m.is_none()) {
+        return Ok(());
+    }
+    let mut first: Option<(String, String)> = None;
+    for (dir, meta) in metas {
+        let Some(meta) = meta else {
+            return Err(unusable(format!(
+                "{}: no meta.json, but other --from directories are CI shards with one: every shard must say which base sha it ran",
+                dir.display()
+            )));
+        };
+        let name = meta.display().to_string();
+        let (text, _) = evidence::read_text(&meta)?;
+        let m = crate::gate::input::parse_meta(&name, &text)?;
+        let Some(sha) = m.base_sha.filter(|s| !s.trim().is_empty()) else {
+            return Err(unusable(format!(
+                "{name}: expected \"base_sha\": shards are merged only at one base sha"
+            )));
+        };
+        match &first {
+            None => first = Some((name, sha)),
+            Some((f, s)) if !s.eq_ignore_ascii_case(&sha) => {
+                return Err(unusable(format!(
+                    "probe shards ran different base commits: {name} says {sha}, {f} says {s}"
+                )))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
 }
 
 fn options<'a>(

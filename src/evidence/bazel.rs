@@ -119,6 +119,8 @@ pub fn read_results(dir: &Path) -> Result<Option<(TestResults, Vec<FileRead>)>, 
                         phase: None,
                         message: m.clone(),
                         source: s.clone(),
+                        // A label's attempts are Bazel's (`--flaky_test_attempts`), not read here.
+                        reruns: 0,
                     },
                 );
             }

@@ -10,6 +10,7 @@
 //! coverage.info | coverage/     or LCOV: a tracefile, a directory of them, or Bazel's testlogs
 //! results/                      head results: report-log (*.jsonl) and/or JUnit (*.xml)
 //! probe.json | probe/           a probe JSON, or K result files of base runs
+//!                               (or probe/<shard>/ per CI job, each with meta.json)
 //! meta.json                     {base_sha, head_sha, k, seed, test_command}
 //! ```
 
@@ -343,6 +344,9 @@ fn read_probe(path: &Path, known: &BTreeSet<TestId>) -> Result<ProbeRead, InputE
             (p, digests, seen)
         });
     }
+    if let Some(read) = read_probe_shards(path, known)? {
+        return Ok(read);
+    }
     let files = result_files(path)?;
     if let Some(pj) = files.iter().find(|f| f.file_name().is_some_and(|n| n == "probe.json")) {
         return read_probe(pj, known);
@@ -353,12 +357,21 @@ fn read_probe(path: &Path, known: &BTreeSet<TestId>) -> Result<ProbeRead, InputE
             "probe directory is empty (expected K result files of base runs)",
         ));
     }
-    let mut runs = Vec::new();
     let mut digests = Vec::new();
-    let mut known = known.clone();
-    // Report-logs first: their node ids are exact and help match xunit2 runs.
+    let (runs, known) = read_runs(&files, known.clone(), &mut digests)?;
+    Ok((probe::from_runs(&runs), digests, known))
+}
+
+/// Parse K result files of base runs, report-logs first: their node ids are exact and
+/// help match xunit2 runs.
+fn read_runs(
+    files: &[PathBuf],
+    mut known: BTreeSet<TestId>,
+    digests: &mut Vec<InputDigest>,
+) -> Result<(Vec<TestResults>, BTreeSet<TestId>), InputError> {
+    let mut runs = Vec::new();
     let mut texts = Vec::new();
-    for f in &files {
+    for f in files {
         let (t, b) = read_text(f)?;
         digests.push(InputDigest::of("probe", &display(f), &b));
         texts.push((f.clone(), t));
@@ -369,7 +382,52 @@ fn read_probe(path: &Path, known: &BTreeSet<TestId>) -> Result<ProbeRead, InputE
         known.extend(r.tests.keys().cloned());
         runs.push(r);
     }
-    Ok((probe::from_runs(&runs), digests, known))
+    Ok((runs, known))
+}
+
+/// A probe spread over parallel CI jobs: `probe/<shard>/meta.json` and that job's result
+/// files beside it, one directory per job. None when `dir` has no shard directories.
+/// Shards are merged only when they ran the same collection at the same base sha
+/// ([`probe::merge_shards`]); result files loose beside shards are an error.
+fn read_probe_shards(dir: &Path, known: &BTreeSet<TestId>) -> Result<Option<ProbeRead>, InputError> {
+    let rd = std::fs::read_dir(dir)
+        .map_err(|e| InputError::new(Location::file(display(dir)), format!("cannot list: {e}")))?;
+    let mut shard_dirs: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir() && p.join("meta.json").is_file())
+        .collect();
+    if shard_dirs.is_empty() {
+        return Ok(None);
+    }
+    shard_dirs.sort();
+    if let Some(loose) = result_files(dir)?.first() {
+        return Err(InputError::new(
+            Location::file(display(loose)),
+            "a result file beside probe shards: put every run in its shard's directory (probe/<shard>/, with its meta.json)",
+        ));
+    }
+    let mut digests = Vec::new();
+    let mut known = known.clone();
+    let mut shards = Vec::new();
+    for d in &shard_dirs {
+        let meta_path = d.join("meta.json");
+        let (t, b) = read_text(&meta_path)?;
+        digests.push(InputDigest::of("probe", &display(&meta_path), &b));
+        let meta = crate::gate::input::parse_meta(&display(&meta_path), &t)?;
+        let files: Vec<PathBuf> = result_files(d)?
+            .into_iter()
+            .filter(|f| f.file_name().is_none_or(|n| n != "meta.json"))
+            .collect();
+        let (runs, k) = read_runs(&files, known, &mut digests)?;
+        known = k;
+        shards.push(probe::ProbeShard {
+            name: display(d),
+            base_sha: meta.base_sha,
+            runs,
+        });
+    }
+    let p = probe::merge_shards(&shards)?;
+    Ok(Some((p, digests, known)))
 }
 
 fn looks_like_probe_json(t: &str) -> bool {

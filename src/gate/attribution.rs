@@ -15,6 +15,7 @@ use crate::gate::probe::{Probe, Stability};
 use crate::gate::report::{
     DeletionReport, FileEvidence, FileReport, LineClass, LineReport, LineWitness, WitnessStatus,
 };
+use crate::gate::results::TestResults;
 use crate::gate::scopes::SourceMap;
 use crate::gate::trust::is_test_file;
 use std::collections::{BTreeMap, BTreeSet};
@@ -62,8 +63,7 @@ impl Attribution {
         coverage: Option<&Coverage>,
         no_evidence: &PathGlobs,
         policy: &Policy,
-        ledger: &Ledger,
-        probe: Option<&Probe>,
+        standing: Standing<'_>,
         head_sources: &BTreeMap<String, String>,
         unjoined: &BTreeSet<TestId>,
     ) -> Self {
@@ -73,7 +73,7 @@ impl Attribution {
             .filter(|(p, _)| patch.files.iter().any(|f| &f.path == *p && !f.added.is_empty()))
             .map(|(p, text)| (p, SourceMap::parse(text)))
             .collect();
-        let classify = |t: &TestId| classify_test(t, ledger, probe, unjoined);
+        let classify = |t: &TestId| classify_test(t, standing.ledger, standing.probe, standing.results, unjoined);
         let mut files = Vec::new();
         let mut union: BTreeMap<TestId, WitnessStatus> = BTreeMap::new();
         let mut needs_evidence_units = 0usize;
@@ -205,12 +205,23 @@ pub(crate) fn unjoined_tests(ev: &crate::gate::Evidence) -> BTreeSet<TestId> {
         .collect()
 }
 
-/// How a test stands: unstable (probe) first, then frozen (ledger), then broken on
-/// base; a witness whose id joins no head result is unjoined.
+/// What a test's status as a witness is judged from: the ledger, the base
+/// probe and the head results (for reruns).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Standing<'a> {
+    pub(crate) ledger: &'a Ledger,
+    pub(crate) probe: Option<&'a Probe>,
+    pub(crate) results: Option<&'a TestResults>,
+}
+
+/// How a test stands: a witness whose id joins no head result is unjoined; else
+/// unstable (probe) first, then frozen (ledger), then broken on base, then flaky on
+/// head (it failed and passed on a rerun in the head run).
 pub(crate) fn classify_test(
     test: &TestId,
     ledger: &Ledger,
     probe: Option<&Probe>,
+    results: Option<&TestResults>,
     unjoined: &BTreeSet<TestId>,
 ) -> WitnessStatus {
     let stability = probe.and_then(|p| p.stability(test));
@@ -222,6 +233,11 @@ pub(crate) fn classify_test(
         WitnessStatus::Frozen
     } else if stability == Some(Stability::BrokenOnBase) {
         WitnessStatus::FailingOnBase
+    } else if results
+        .and_then(|r| r.tests.get(test))
+        .is_some_and(|r| r.is_head_flaky())
+    {
+        WitnessStatus::HeadFlaky
     } else {
         WitnessStatus::Stable
     }

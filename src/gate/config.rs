@@ -95,6 +95,9 @@ pub struct Signals {
     pub some_frozen: Option<SignalLevel>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub no_results: Option<SignalLevel>,
+    /// A stable-on-base test failed and then passed on a rerun on head.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head_flaky: Option<SignalLevel>,
 }
 
 impl Signals {
@@ -108,6 +111,7 @@ impl Signals {
             "blind_lines" => self.blind_lines,
             "some_frozen" => self.some_frozen,
             "no_results" => self.no_results,
+            "head_flaky" => self.head_flaky,
             _ => None,
         }
     }

@@ -339,7 +339,8 @@ fn show(v: &crate::gate::json_spans::JVal) -> String {
 /// Compute the probe from K runs' results (one `TestResults` per run).
 /// A run counts for a test when the test passed, failed or errored in it
 /// (xpassed counts as a pass); skipped and xfailed runs, and runs the test was
-/// absent from, do not count. Tests with no counted run are left out: a test
+/// absent from, do not count. A failed attempt that a rerun plugin ran again
+/// (`reruns`) counts as one more run, failed. Tests with no counted run are left out: a test
 /// the probe never saw pass or fail is not shown stable.
 pub fn from_runs(runs: &[TestResults]) -> Probe {
     let mut tests: BTreeMap<TestId, ProbeCounts> = BTreeMap::new();
@@ -354,6 +355,14 @@ pub fn from_runs(runs: &[TestResults]) -> Probe {
                 let c = tests.entry(id.clone()).or_insert(ProbeCounts { failures: 0, runs: 0 });
                 c.runs += 1;
                 c.failures += u32::from(failed);
+                // Each failed attempt that a rerun plugin ran again counts as a run of its
+                // own that failed: a test that failed and passed within one base run is unstable.
+                c.runs = c.runs.saturating_add(r.reruns);
+                c.failures = c.failures.saturating_add(r.reruns);
+            } else if r.reruns > 0 {
+                let c = tests.entry(id.clone()).or_insert(ProbeCounts { failures: 0, runs: 0 });
+                c.runs = c.runs.saturating_add(r.reruns);
+                c.failures = c.failures.saturating_add(r.reruns);
             }
         }
     }
@@ -363,6 +372,85 @@ pub fn from_runs(runs: &[TestResults]) -> Probe {
         complete: true,
         seed: None,
     }
+}
+
+/// One shard of a probe spread over parallel CI jobs: its runs and what its
+/// `meta.json` says (`probe/<shard>/meta.json`).
+#[derive(Debug, Clone)]
+pub struct ProbeShard {
+    /// The shard's directory, as errors name it.
+    pub name: String,
+    /// `meta.json`'s `base_sha`.
+    pub base_sha: Option<String>,
+    pub runs: Vec<TestResults>,
+}
+
+/// Merge the shards of one probe: every shard must name its base sha, all the
+/// same, and have collected the same tests (the node ids of its runs, skipped
+/// ones included); else a clear error naming both shards. The counts are then
+/// [`from_runs`] over every shard's runs.
+pub fn merge_shards(shards: &[ProbeShard]) -> Result<Probe, InputError> {
+    let collected = |s: &ProbeShard| -> std::collections::BTreeSet<TestId> {
+        s.runs.iter().flat_map(|r| r.tests.keys().cloned()).collect()
+    };
+    let Some(first) = shards.first() else {
+        return Err(InputError::new(Location::file("probe"), "no probe shards"));
+    };
+    for s in shards {
+        if s.base_sha.as_deref().is_none_or(|b| b.trim().is_empty()) {
+            return Err(InputError::new(
+                Location::file(format!("{}/meta.json", s.name)),
+                "expected \"base_sha\" in the shard's meta.json: shards are merged only when each says which base commit it ran",
+            ));
+        }
+        if s.runs.is_empty() {
+            return Err(InputError::new(
+                Location::file(&s.name),
+                "probe shard has no result files (expected its base runs beside meta.json)",
+            ));
+        }
+    }
+    let base = first.base_sha.as_deref().unwrap_or_default();
+    let want = collected(first);
+    for s in &shards[1..] {
+        let sha = s.base_sha.as_deref().unwrap_or_default();
+        if !sha.eq_ignore_ascii_case(base) {
+            return Err(InputError::new(
+                Location::file(format!("{}/meta.json", s.name)),
+                format!(
+                    "probe shards ran different base commits: {} ran {sha}, {} ran {base}; every shard must probe the same base sha",
+                    s.name, first.name
+                ),
+            ));
+        }
+        let got = collected(s);
+        if got != want {
+            let only = |a: &std::collections::BTreeSet<TestId>, b: &std::collections::BTreeSet<TestId>| {
+                let v: Vec<&str> = a.difference(b).take(3).map(TestId::as_str).collect();
+                if v.is_empty() {
+                    "none".to_string()
+                } else {
+                    v.join(", ")
+                }
+            };
+            return Err(InputError::new(
+                Location::file(&s.name),
+                format!(
+                    "probe shards collected different tests: {} ran {} tests, {} ran {} (only in {}: {}; only in {}: {}); every shard must run the same collection",
+                    s.name,
+                    got.len(),
+                    first.name,
+                    want.len(),
+                    s.name,
+                    only(&got, &want),
+                    first.name,
+                    only(&want, &got)
+                ),
+            ));
+        }
+    }
+    let runs: Vec<TestResults> = shards.iter().flat_map(|s| s.runs.iter().cloned()).collect();
+    Ok(from_runs(&runs))
 }
 
 #[cfg(test)]
@@ -418,6 +506,49 @@ mod tests {
     /// The committed probe runs (5 runs of the base; report-log and xunit1 of the
     /// same runs, xunit2 from a second set) against scripts/probe_counts.py's
     /// independent count in expected.json.
+    /// The fixture probe's five report-log runs split over two shards merge to the same
+    /// counts as read together; another base sha or another collection is an error.
+    #[test]
+    fn shards_merge_only_the_same_collection_at_the_same_base() {
+        let run = |n: u32| {
+            let f = format!("run-{n}.jsonl");
+            parse_reportlog(&f, &read(dir().join("reportlog").join(&f))).unwrap()
+        };
+        let all: Vec<TestResults> = (1..=5).map(run).collect();
+        let shard = |name: &str, sha: Option<&str>, runs: &[TestResults]| ProbeShard {
+            name: name.into(),
+            base_sha: sha.map(str::to_string),
+            runs: runs.to_vec(),
+        };
+        let a = shard("probe/a", Some("abc123"), &all[..2]);
+        let b = shard("probe/b", Some("ABC123"), &all[2..]);
+        assert_eq!(merge_shards(&[a.clone(), b.clone()]).unwrap(), from_runs(&all));
+        assert_eq!(merge_shards(&[a.clone(), b.clone()]).unwrap().k, 5);
+
+        let e = merge_shards(&[a.clone(), shard("probe/c", Some("def456"), &all[2..])]).unwrap_err();
+        assert_eq!(e.location.file, "probe/c/meta.json");
+        assert!(
+            e.message.contains("different base commits") && e.message.contains("def456"),
+            "{e}"
+        );
+
+        let e = merge_shards(&[a.clone(), shard("probe/d", None, &all[2..])]).unwrap_err();
+        assert!(e.message.contains("\"base_sha\""), "{e}");
+
+        let mut fewer = all[3].clone();
+        let gone = fewer.tests.keys().next().cloned().unwrap();
+        fewer.tests.remove(&gone);
+        let e = merge_shards(&[a.clone(), shard("probe/e", Some("abc123"), &[fewer])]).unwrap_err();
+        assert_eq!(e.location.file, "probe/e");
+        assert!(
+            e.message.contains("collected different tests") && e.message.contains(gone.as_str()),
+            "{e}"
+        );
+
+        let e = merge_shards(&[a, shard("probe/f", Some("abc123"), &[])]).unwrap_err();
+        assert!(e.message.contains("no result files"), "{e}");
+    }
+
     #[test]
     fn fixture_probe_three_formats() {
         let want = parse_probe_json("expected.json", &read(dir().join("expected.json"))).unwrap();
@@ -501,6 +632,7 @@ mod tests {
                             phase: None,
                             message: None,
                             source: String::new(),
+                            reruns: 0,
                         },
                     )
                 })
@@ -529,6 +661,17 @@ mod tests {
         assert_eq!(p.tests[&TestId::new("a::xp")], ProbeCounts { failures: 0, runs: 2 });
         assert!(!p.tests.contains_key(&TestId::new("a::s")));
         assert_eq!(from_runs(&[]).k, 0);
+        // A base run in which a test failed and passed on a rerun shows it unstable.
+        let mut flaky = run(&[("a::f", Outcome::Passed), ("a::g", Outcome::Failed)]);
+        for t in flaky.tests.values_mut() {
+            t.reruns = 1;
+        }
+        let p = from_runs(&[flaky, run(&[("a::f", Outcome::Passed), ("a::g", Outcome::Failed)])]);
+        assert_eq!(p.tests[&TestId::new("a::f")], ProbeCounts { failures: 1, runs: 3 });
+        assert_eq!(p.stability(&TestId::new("a::f")), Some(Stability::Unstable));
+        // Failed in every attempt of every run: still broken on base, not unstable.
+        assert_eq!(p.tests[&TestId::new("a::g")], ProbeCounts { failures: 3, runs: 3 });
+        assert_eq!(p.stability(&TestId::new("a::g")), Some(Stability::BrokenOnBase));
     }
 
     #[test]

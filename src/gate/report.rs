@@ -9,7 +9,7 @@ use crate::gate::results::Outcome;
 use serde::Serialize;
 use std::collections::BTreeSet;
 
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The gate's verdict. INCONCLUSIVE blocks merge exactly like FAIL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -79,6 +79,8 @@ pub enum ReasonCode {
     BlindLines,
     /// Caveat: lines witnessed only in fixture setup/teardown.
     PhaseOnlyWitness,
+    /// Caveat: a test stable on base needed a rerun on head (failed, then passed).
+    HeadFlaky,
     /// Caveat: no head test results were given, so failures were not checked.
     NoResults,
     /// Row 8 for a patch whose changes need no evidence.
@@ -112,9 +114,8 @@ impl ReasonCode {
             | FrozenOnly
             | BlindLinesStrict => Verdict::Inconclusive,
             Failed => Verdict::Fail,
-            SomeFrozen | LedgerEdited | SelfWitness | WeakenedTest | BlindLines | PhaseOnlyWitness | NoResults => {
-                Verdict::PassWithCaveat
-            }
+            SomeFrozen | LedgerEdited | SelfWitness | WeakenedTest | BlindLines | PhaseOnlyWitness | HeadFlaky
+            | NoResults => Verdict::PassWithCaveat,
             NoExecutableChange | AllStable => Verdict::Pass,
         }
     }
@@ -137,6 +138,7 @@ impl ReasonCode {
             BlindLinesStrict | BlindLines => "blind_lines",
             SomeFrozen => "some_frozen",
             PhaseOnlyWitness => "phase_only_witness",
+            HeadFlaky => "head_flaky",
             NoResults => "no_results",
             NoExecutableChange => "no_executable_change",
             AllStable => "all_stable",
@@ -209,6 +211,8 @@ pub enum WitnessStatus {
     /// Its id joins no head result (an LCOV `TN:` name, a Bazel label that the JUnit
     /// does not carry): whether it passed is unknown, so it is blind, never stable.
     Unjoined,
+    /// Failed and then passed on a rerun in the head run: unstable on this evidence.
+    HeadFlaky,
 }
 
 impl WitnessStatus {
@@ -325,6 +329,8 @@ pub struct Witnesses {
     /// Witnesses whose id no head result carries (LCOV, Bazel evidence).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub unjoined: Vec<TestId>,
+    /// Failed and then passed on a rerun in the head run.
+    pub head_flaky: Vec<TestId>,
 }
 
 /// Someone who cannot see this patch's effect, and what they must do.
@@ -397,6 +403,19 @@ pub struct ResultsReport {
     pub failures: Vec<HeadFailure>,
     /// JUnit cases that matched no node id, listed, never guessed.
     pub unmatched: Vec<String>,
+    /// Tests that were rerun in the head run (failed attempts before their outcome).
+    pub reran: Vec<RerunTest>,
+}
+
+/// A test that needed reruns on head.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RerunTest {
+    pub test: TestId,
+    /// Failed attempts before the last one.
+    pub reruns: u32,
+    /// The last attempt's outcome: a pass here makes the test `head_flaky`.
+    pub outcome: Outcome,
+    pub source: String,
 }
 
 /// sha256 of one input.

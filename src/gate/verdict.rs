@@ -9,7 +9,7 @@
 //! group in table order; the first decides the verdict.
 
 use crate::gate::attribution::{
-    blind_locations, classify_test, import_time_locations, unjoined_tests, Attribution, Witnessing,
+    blind_locations, classify_test, import_time_locations, unjoined_tests, Attribution, Standing, Witnessing,
 };
 use crate::gate::config::{handle_for, Config, PathGlobs, SignalLevel, CONFIG_PATH};
 use crate::gate::error::Location;
@@ -94,8 +94,11 @@ impl<'a> Decision<'a> {
             ev.coverage.as_ref(),
             &no_evidence,
             &input.config.policy,
-            ledger,
-            ev.probe.as_ref(),
+            Standing {
+                ledger,
+                probe: ev.probe.as_ref(),
+                results: ev.results.as_ref(),
+            },
             &ev.head_sources,
             &unjoined,
         );
@@ -335,6 +338,14 @@ impl<'a> Decision<'a> {
                 Outcome::XFailed => results_report.xfailed += 1,
                 Outcome::XPassed => results_report.xpassed += 1,
             }
+            if r.reruns > 0 {
+                results_report.reran.push(RerunTest {
+                    test: test.clone(),
+                    reruns: r.reruns,
+                    outcome: r.outcome,
+                    source: r.source.clone(),
+                });
+            }
             // An expected failure is still a failure: a test that passed in every base probe run
             // and xfails on head broke, whatever mark the patch put on it.
             let base_runs = ev
@@ -345,7 +356,7 @@ impl<'a> Decision<'a> {
                 .map(|c| c.runs);
             let masked = r.outcome == Outcome::XFailed && base_runs.is_some();
             if r.outcome.is_failure() || masked {
-                let status = classify_test(test, self.ledger, ev.probe.as_ref(), &self.unjoined);
+                let status = classify_test(test, self.ledger, ev.probe.as_ref(), Some(res), &self.unjoined);
                 let counts = status.is_stable();
                 if counts {
                     failing_stable.push(test.clone());
@@ -588,6 +599,7 @@ impl<'a> Decision<'a> {
         }
         self.weakened_test();
         self.self_witness();
+        self.head_flaky();
         self.no_results();
         self.ledger_edited();
     }
@@ -738,6 +750,49 @@ impl<'a> Decision<'a> {
             )
             .at(self_lines)
             .tests(self_tests),
+        );
+    }
+
+    /// Row 7, `head_flaky`: a test that nothing else shows unstable (not frozen,
+    /// not unstable or broken in the probe) failed and then passed on a rerun in
+    /// the head run. A patch can make a test flaky, and K base runs cannot rule
+    /// out a low rate, so this is a caveat (INCONCLUSIVE by `policy.signals`),
+    /// not FAIL; the test is no stable witness either way.
+    fn head_flaky(&mut self) {
+        let Some(res) = &self.ev.results else {
+            return;
+        };
+        let mut tests = Vec::new();
+        let mut locs = Vec::new();
+        for (t, r) in res.head_flaky() {
+            if classify_test(t, self.ledger, self.ev.probe.as_ref(), Some(res), &self.unjoined) == WitnessStatus::HeadFlaky {
+                tests.push(t.clone());
+                locs.push(Location::file(r.source.clone()));
+            }
+        }
+        if tests.is_empty() {
+            return;
+        }
+        let n = tests.len();
+        let witnessing = tests.iter().filter(|t| self.att.union.contains_key(*t)).count();
+        self.reasons.push(
+            Reason::new(
+                ReasonCode::HeadFlaky,
+                format!(
+                    "{n} test{} stable on base failed and then passed on a rerun on head ({}){}: flaky on this evidence, so not a stable witness; the patch may have made {} flaky — run {} again on head, or find the cause",
+                    plural(n),
+                    short_list(&tests, 5),
+                    if witnessing > 0 {
+                        format!(", {witnessing} of them witnessing changed lines")
+                    } else {
+                        String::new()
+                    },
+                    if n == 1 { "it" } else { "them" },
+                    if n == 1 { "it" } else { "them" },
+                ),
+            )
+            .at(locs)
+            .tests(tests),
         );
     }
 
@@ -945,6 +1000,7 @@ impl<'a> Decision<'a> {
                 WitnessStatus::Unstable => witnesses.unstable.push(t.clone()),
                 WitnessStatus::FailingOnBase => witnesses.failing_on_base.push(t.clone()),
                 WitnessStatus::Unjoined => witnesses.unjoined.push(t.clone()),
+                WitnessStatus::HeadFlaky => witnesses.head_flaky.push(t.clone()),
             }
         }
         let probe = ev.probe.as_ref().map(|p| probe_report(p, &self.att.union));

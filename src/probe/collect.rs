@@ -118,7 +118,8 @@ pub fn list_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
                 .filter(|f| f.is_file())
                 .filter(|f| {
                     let n = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                    !n.starts_with('.') && n != "probe.json" && !n.ends_with(".log")
+                    // meta.json: a CI shard's own (checked by `flakegate probe --from`), not a run.
+                    !n.starts_with('.') && n != "probe.json" && n != "meta.json" && !n.ends_with(".log")
                 })
                 .collect();
             files.sort_by_cached_key(|f| natural_key(&f.display().to_string()));

@@ -729,6 +729,7 @@ mod tests {
                     phase: None,
                     message: Some(format!("{t} went {o:?}")),
                     source: "f:1".into(),
+                    reruns: 0,
                 },
             );
         }

@@ -12,5 +12,7 @@ mod inert_output;
 mod lcov;
 mod ledger_edit;
 mod probe;
+mod probe_shards;
 mod release;
+mod reruns;
 mod support;

@@ -60,6 +60,9 @@ struct Case {
     file: Option<String>,
     line: usize,
     children: Vec<Child>,
+    /// `<flakyFailure>`, `<flakyError>`, `<rerunFailure>`, `<rerunError>` (Surefire, Gradle,
+    /// pytest-rerunfailures): failed attempts before this case's outcome.
+    reruns: u32,
 }
 
 /// What a test case element says.
@@ -174,6 +177,8 @@ pub fn parse_junit(file: &str, text: &str, known: &BTreeSet<TestId>) -> Result<T
     let mut out = TestResults::default();
 
     let mut index: Option<HashMap<JoinKey, Vec<&TestId>>> = None;
+    // Tests already seen with an attempt of their own in this file (see `is_attempt`).
+    let mut attempted: BTreeSet<TestId> = BTreeSet::new();
     let mut finish = |c: Case, out: &mut TestResults| {
         let source = format!("{file}:{}", c.line);
         let (outcome, phase, message) = match case_kind(&c) {
@@ -254,17 +259,31 @@ pub fn parse_junit(file: &str, text: &str, known: &BTreeSet<TestId>) -> Result<T
                 }
             }
         };
-        let result = TestResult {
+        let mut result = TestResult {
             outcome,
             phase,
             message,
             source,
+            reruns: c.reruns,
         };
-        match out.tests.get(&id) {
+        // pytest writes a teardown error as a second case of the same test: not an attempt.
+        let is_attempt = !(outcome == Outcome::Error && phase == Some(Phase::Teardown));
+        match out.tests.get_mut(&id) {
+            // The same test again in one file: a rerun (pytest-rerunfailures writes every
+            // attempt as a case; Gradle's retry the same). The last attempt decides its
+            // outcome; the earlier ones count as reruns — an earlier case was only ever
+            // rerun because it failed, whatever pytest wrote for it.
+            Some(old) if is_attempt && attempted.contains(&id) => {
+                result.reruns = result.reruns.saturating_add(old.reruns).saturating_add(1);
+                *old = result;
+            }
             Some(old) if rank(old) >= rank(&result) => {}
             _ => {
-                out.tests.insert(id, result);
+                out.tests.insert(id.clone(), result);
             }
+        }
+        if is_attempt {
+            attempted.insert(id);
         }
     };
 
@@ -358,11 +377,17 @@ pub fn parse_junit(file: &str, text: &str, known: &BTreeSet<TestId>) -> Result<T
                     file: attr(&a, b"file"),
                     line,
                     children: Vec::new(),
+                    reruns: 0,
                 };
                 if empty {
                     finish(c, &mut out);
                 } else {
                     case = Some(c);
+                }
+            }
+            b"flakyFailure" | b"flakyError" | b"rerunFailure" | b"rerunError" if child.is_none() => {
+                if let Some(c) = case.as_mut() {
+                    c.reruns = c.reruns.saturating_add(1);
                 }
             }
             b"failure" | b"error" | b"skipped" if case.is_some() && child.is_none() => {

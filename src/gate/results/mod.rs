@@ -297,6 +297,52 @@ mod tests {
         );
     }
 
+    /// Reruns: pytest-rerunfailures' real report-log and JUnit (tests/fixtures/reruns), and
+    /// the Surefire/Gradle elements. A rerun test keeps its last attempt's outcome.
+    #[test]
+    fn reruns_in_both_formats() {
+        let dir = fixtures().join("reruns/some_frozen");
+        let rl = parse_reportlog("rl", &read(&dir.join("results/report-log.jsonl"))).unwrap();
+        let x1 = parse_junit("x1", &read(&dir.join("junit/xunit1.xml")), &BTreeSet::new()).unwrap();
+        for r in [&rl, &x1] {
+            let g = &r.tests[&TestId::new("tests/test_refunds.py::test_gateway_retry")];
+            assert_eq!((g.outcome, g.reruns, g.is_head_flaky()), (Outcome::Passed, 1, true));
+            let b = &r.tests[&TestId::new("tests/test_refunds.py::test_refund_rounding_broken")];
+            assert_eq!((b.outcome, b.reruns, b.is_head_flaky()), (Outcome::Failed, 2, false));
+            assert_eq!(r.head_flaky().count(), 1);
+            assert_eq!(r.tests.values().filter(|t| t.reruns > 0).count(), 2);
+        }
+        // Maven Surefire / Gradle: <flakyFailure> on a passing case, <rerunFailure> beside a
+        // failure; the element shapes of Surefire's XSD (surefire-test-report-3.0.xsd).
+        let surefire = r#"<testsuite name="calc.AddTest" tests="3">
+<testcase name="adds" classname="calc.AddTest" file="calc/AddTest.py"><flakyFailure message="expected 3" type="java.lang.AssertionError"><stackTrace>at calc.AddTest.adds</stackTrace></flakyFailure></testcase>
+<testcase name="subs" classname="calc.AddTest" file="calc/AddTest.py"><failure message="expected 1"/><rerunFailure message="expected 1" type="java.lang.AssertionError"/><rerunError message="timeout"/></testcase>
+<testcase name="muls" classname="calc.AddTest" file="calc/AddTest.py"/>
+</testsuite>"#;
+        let r = parse_junit("s.xml", surefire, &BTreeSet::new()).unwrap();
+        let t = |n: &str| r.tests[&TestId::new(format!("calc/AddTest.py::{n}"))].clone();
+        assert_eq!((t("adds").outcome, t("adds").reruns), (Outcome::Passed, 1));
+        assert_eq!((t("subs").outcome, t("subs").reruns), (Outcome::Failed, 2));
+        assert_eq!(t("subs").message.as_deref(), Some("expected 1"));
+        assert_eq!(t("muls").reruns, 0);
+        // Gradle's test-retry: the same case twice, failed then passed; the last attempt decides.
+        let gradle = r#"<testsuite><testcase name="t" classname="a" file="a.py"><failure message="boom"/></testcase>
+<testcase name="t" classname="a" file="a.py"/></testsuite>"#;
+        let g = &parse_junit("g.xml", gradle, &BTreeSet::new()).unwrap().tests[&TestId::new("a.py::t")];
+        assert_eq!(
+            (g.outcome, g.reruns, g.source.as_str()),
+            (Outcome::Passed, 1, "g.xml:2")
+        );
+        // pytest's teardown error is a second case of one attempt, not a rerun (SHAPES_X1).
+        let x = parse_junit("x1.xml", SHAPES_X1, &BTreeSet::new()).unwrap();
+        assert!(x.tests.values().all(|t| t.reruns == 0));
+        assert!(parse_reportlog("rl", SHAPES_RL)
+            .unwrap()
+            .tests
+            .values()
+            .all(|t| t.reruns == 0));
+    }
+
     #[test]
     fn large_inputs() {
         let n = 30_000;

@@ -38,6 +38,22 @@ pub struct TestResult {
     pub message: Option<String>,
     /// Where the record came from (file:line).
     pub source: String,
+    /// Earlier attempts of this test in the same run that failed before this
+    /// one (pytest-rerunfailures' `rerun` reports; JUnit's repeated test cases
+    /// and `<flakyFailure>`/`<rerunFailure>` elements). 0: it ran once.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub reruns: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl TestResult {
+    /// Failed, then passed on a rerun in the same run: unstable on this evidence.
+    pub fn is_head_flaky(&self) -> bool {
+        self.reruns > 0 && !self.outcome.is_failure()
+    }
 }
 
 /// A collection error: a module that could not be imported/collected.
@@ -71,6 +87,10 @@ pub struct UnmatchedCase {
 }
 
 impl TestResults {
+    /// The tests that failed and then passed on a rerun in this run.
+    pub fn head_flaky(&self) -> impl Iterator<Item = (&TestId, &TestResult)> {
+        self.tests.iter().filter(|(_, r)| r.is_head_flaky())
+    }
     /// Merge another file's results of the same run into this one.
     pub fn merge(&mut self, other: TestResults) {
         self.tests.extend(other.tests);

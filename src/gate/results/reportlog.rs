@@ -71,11 +71,19 @@ pub fn parse_reportlog(file: &str, text: &str) -> Result<TestResults, InputError
                     "passed" => Raw::Passed,
                     "failed" => Raw::Failed,
                     "skipped" => Raw::Skipped,
+                    // pytest-rerunfailures: a failed attempt that is run again. The next
+                    // attempt's reports decide the outcome; the attempt is counted.
+                    "rerun" => {
+                        let phases = acc.entry(nodeid.to_string()).or_default();
+                        phases.reruns = phases.reruns.saturating_add(1);
+                        phases.rerun_line.get_or_insert(lineno);
+                        continue;
+                    }
                     other => {
                         return Err(InputError::new(
                             at(None),
                             format!(
-                                "expected \"outcome\" to be \"passed\", \"failed\" or \"skipped\", found {other:?}"
+                                "expected \"outcome\" to be \"passed\", \"failed\", \"skipped\" or \"rerun\", found {other:?}"
                             ),
                         ))
                     }
@@ -150,6 +158,10 @@ struct Phases {
     setup: Option<PhaseRec>,
     call: Option<PhaseRec>,
     teardown: Option<PhaseRec>,
+    /// Attempts pytest-rerunfailures reported as `rerun` (failed, then run again).
+    reruns: u32,
+    /// The first `rerun` record's line.
+    rerun_line: Option<usize>,
 }
 
 /// One test's phases → its outcome. In order: setup failed → Error(setup);
@@ -167,6 +179,7 @@ fn reduce(file: &str, p: &Phases) -> TestResult {
         phase,
         message: r.message.clone(),
         source: format!("{file}:{}", r.line),
+        reruns: p.reruns,
     };
     if let Some(r) = failed(&p.setup) {
         return res(Outcome::Error, Some(Phase::Setup), r);
@@ -190,12 +203,14 @@ fn reduce(file: &str, p: &Phases) -> TestResult {
         .flatten()
         .map(|r| r.line)
         .next()
+        .or(p.rerun_line)
         .unwrap_or(0);
     TestResult {
         outcome: Outcome::Error,
         phase: None,
         message: Some("no call-phase report: the run stopped inside this test".into()),
         source: format!("{file}:{line}"),
+        reruns: p.reruns,
     }
 }
 
@@ -273,7 +288,7 @@ mod tests {
             ("bad last line after finish", format!("{good}\n{finish}\n{{x"), 3, Some(2), "expected one JSON object per line"),
             ("not an object", format!("{good}\n[1]\n"), 2, Some(1), "expected a JSON object"),
             ("no report type", format!("{good}\n{{\"nodeid\": \"x\"}}\n"), 2, Some(1), "\"$report_type\""),
-            ("bad outcome", format!("{good}\n{{\"$report_type\": \"TestReport\", \"nodeid\": \"t.py::x\", \"when\": \"call\", \"outcome\": \"rerun\"}}\n"), 2, None, "found \"rerun\""),
+            ("bad outcome", format!("{good}\n{{\"$report_type\": \"TestReport\", \"nodeid\": \"t.py::x\", \"when\": \"call\", \"outcome\": \"flaky\"}}\n"), 2, None, "found \"flaky\""),
             ("bad when", format!("{good}\n{{\"$report_type\": \"TestReport\", \"nodeid\": \"t.py::x\", \"when\": \"run\", \"outcome\": \"passed\"}}\n"), 2, None, "\"when\""),
             ("nodeid type", format!("{good}\n{{\"$report_type\": \"TestReport\", \"nodeid\": 3, \"when\": \"call\", \"outcome\": \"passed\"}}\n"), 2, None, "\"nodeid\" to be a string"),
             ("missing outcome", format!("{good}\n{{\"$report_type\": \"CollectReport\", \"nodeid\": \"t.py\"}}\n"), 2, None, "no \"outcome\""),

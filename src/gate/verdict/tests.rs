@@ -112,6 +112,7 @@ fn results(outcomes: &[(&str, Outcome)]) -> TestResults {
                         phase: None,
                         message: None,
                         source: "r.jsonl:1".into(),
+                        reruns: 0,
                     },
                 )
             })
