@@ -9,7 +9,8 @@
 //! with a `PathMatcher` over them, and prints what it kept. See docs/performance.md.
 
 use flakegate::evidence::coverage_db::read_data_file_blocking;
-use flakegate::gate::coverage::{json::read_json, KeepLines, PathMatcher};
+use flakegate::gate::coverage::json::{read_json, read_json_stream};
+use flakegate::gate::coverage::{KeepLines, PathMatcher};
 use std::time::Instant;
 
 fn main() {
@@ -57,7 +58,12 @@ fn main() {
         read_data_file_blocking(std::path::Path::new(json), &matcher).map_err(|e| format!("{e:#}"))
     } else {
         let f = std::fs::File::open(json).expect("open the coverage file");
-        read_json(json, f, &matcher).map_err(|e| e.to_string())
+        // FLAKEGATE_PREVIOUS_READER=1: the reader before issue 12 (serde_json's reader path).
+        if std::env::var_os("FLAKEGATE_PREVIOUS_READER").is_some() {
+            read_json_stream(json, f, &matcher).map_err(|e| e.to_string())
+        } else {
+            read_json(json, f, &matcher).map_err(|e| e.to_string())
+        }
     };
     let cov = match read {
         Ok(c) => c,

@@ -2,7 +2,7 @@
 //! a bazel-testlogs directory ([`super::bazel`]), through the pure reader in
 //! [`crate::gate::coverage::lcov`].
 
-use super::{display, HashingReader};
+use super::display;
 use crate::gate::coverage::lcov::{looks_like_lcov, LcovReader};
 use crate::gate::coverage::{Coverage, CoverageFormat, PathMatcher};
 use crate::gate::nodeid::TestId;
@@ -24,12 +24,12 @@ pub(super) fn read_tracefiles(
         let name = display(path);
         let f = std::fs::File::open(path)
             .map_err(|e| InputError::new(Location::file(&name), format!("cannot read: {e}")))?;
-        let mut hashing = HashingReader {
-            inner: f,
-            hasher: sha2::Sha256::default(),
-        };
-        reader.read(&name, std::io::BufReader::new(&mut hashing), label.as_ref())?;
-        let sha = hex::encode(sha2::Digest::finalize(hashing.hasher));
+        // Hashed on a second thread as it is read, as a coverage JSON is.
+        let (read, sha) = super::hashed_read(f, |hashing| {
+            reader.read(&name, std::io::BufReader::new(hashing), label.as_ref())
+        });
+        read?;
+        let sha = sha.map_err(|e| InputError::new(Location::file(&name), format!("cannot read: {e}")))?;
         listing.push_str(&format!("{sha}  {name}\n"));
         single = sha;
     }

@@ -280,29 +280,67 @@ fn read_coverage(path: &Path, matcher: &PathMatcher) -> Result<(Coverage, InputD
         let (cov, sha) = lcov::read_tracefiles(&[(path.to_path_buf(), None)], matcher, coverage::CoverageFormat::Lcov)?;
         return Ok((cov, digest(sha)));
     }
-    // One pass over a JSON that may be gigabytes: hash the bytes as the parser reads them.
+    // One pass over a JSON that may be gigabytes: the bytes the parser reads are
+    // hashed on a second thread, so the hash costs no time on the parser's core.
     let f = std::fs::File::open(path).map_err(cannot)?;
-    let mut hashing = HashingReader {
-        inner: f,
-        hasher: sha2::Sha256::default(),
-    };
-    let cov = coverage::json::read_json(&name, &mut hashing, matcher)?;
-    // The parser stops at the end of the JSON value; hash any trailing bytes too.
-    std::io::copy(&mut hashing, &mut std::io::sink()).map_err(cannot)?;
-    let sha = hex::encode(sha2::Digest::finalize(hashing.hasher));
-    Ok((cov, digest(sha)))
+    let (cov, sha) = hashed_read(f, |r| coverage::json::read_json(&name, r, matcher));
+    let cov = cov?;
+    Ok((cov, digest(sha.map_err(cannot)?)))
 }
 
-/// A reader that hashes what passes through it.
+/// Run `read` over `inner` while a second thread hashes every byte of `inner`
+/// (what `read` consumed, then the rest: the parser stops at the end of the JSON
+/// value). Returns `read`'s result and the SHA-256 (hex) of the whole input.
+fn hashed_read<R: std::io::Read + Send, T>(
+    inner: R,
+    read: impl FnOnce(&mut HashingReader<R>) -> T,
+) -> (T, std::io::Result<String>) {
+    use std::sync::mpsc::sync_channel;
+    // Two blocks in flight at most, and their buffers come back for reuse: memory
+    // stays a few blocks whatever the input's size.
+    let (to_hasher, blocks) = sync_channel::<Vec<u8>>(2);
+    let (give_back, spare) = sync_channel::<Vec<u8>>(4);
+    std::thread::scope(|s| {
+        let hasher = s.spawn(move || {
+            let mut h = sha2::Sha256::default();
+            for block in blocks {
+                sha2::Digest::update(&mut h, &block);
+                let _ = give_back.try_send(block);
+            }
+            hex::encode(sha2::Digest::finalize(h))
+        });
+        let mut hashing = HashingReader {
+            inner,
+            to_hasher: Some(to_hasher),
+            spare,
+        };
+        let out = read(&mut hashing);
+        let rest = std::io::copy(&mut hashing, &mut std::io::sink());
+        hashing.to_hasher = None;
+        let sha = hasher.join().expect("the hashing thread does not panic");
+        (out, rest.map(|_| sha))
+    })
+}
+
+/// A reader that sends a copy of what passes through it to the hashing thread.
 struct HashingReader<R> {
     inner: R,
-    hasher: sha2::Sha256,
+    to_hasher: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
+    spare: std::sync::mpsc::Receiver<Vec<u8>>,
 }
 
 impl<R: std::io::Read> std::io::Read for HashingReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
-        sha2::Digest::update(&mut self.hasher, &buf[..n]);
+        if n > 0 {
+            let mut block = self.spare.try_recv().unwrap_or_default();
+            block.clear();
+            block.extend_from_slice(&buf[..n]);
+            if let Some(tx) = &self.to_hasher {
+                tx.send(block)
+                    .map_err(|_| std::io::Error::other("the hashing thread stopped"))?;
+            }
+        }
         Ok(n)
     }
 }
@@ -494,6 +532,29 @@ mod tests {
     use super::*;
     use crate::gate::attribution::lines_needed;
     use crate::gate::patch::parse_patch;
+
+    /// The hash of the second thread is the whole input's, whatever the reader
+    /// consumed, and the reader's result comes back unchanged.
+    #[test]
+    fn the_second_thread_hashes_every_byte() {
+        use sha2::Digest;
+        let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+        let want = hex::encode(sha2::Sha256::digest(&data));
+        for take in [0usize, 1, 4096, 1 << 20, data.len()] {
+            let (got, sha) = hashed_read(&data[..], |r| {
+                let mut buf = vec![0u8; take];
+                std::io::Read::read_exact(r, &mut buf).map(|()| buf)
+            });
+            assert_eq!(got.unwrap(), data[..take]);
+            assert_eq!(sha.unwrap(), want, "after reading {take} bytes");
+        }
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cases/all_stable/evidence/coverage.json");
+        let bytes = std::fs::read(&path).unwrap();
+        let (cov, digest) = read_coverage(&path, &PathMatcher::new(["src/shop/cart.py"])).unwrap();
+        assert_eq!(cov.files.len(), 1);
+        assert_eq!(digest.sha256, hex::encode(sha2::Sha256::digest(&bytes)));
+        assert_eq!(digest.sha256, sha256_file(&path).unwrap());
+    }
 
     /// However large a changed file's entry, only the witnesses of the lines the gate
     /// reads are kept (issue 11 item 14): the same as a full read on those lines, none

@@ -765,7 +765,9 @@ impl<'a> Decision<'a> {
         let mut tests = Vec::new();
         let mut locs = Vec::new();
         for (t, r) in res.head_flaky() {
-            if classify_test(t, self.ledger, self.ev.probe.as_ref(), Some(res), &self.unjoined) == WitnessStatus::HeadFlaky {
+            if classify_test(t, self.ledger, self.ev.probe.as_ref(), Some(res), &self.unjoined)
+                == WitnessStatus::HeadFlaky
+            {
                 tests.push(t.clone());
                 locs.push(Location::file(r.source.clone()));
             }

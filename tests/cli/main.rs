@@ -5,6 +5,7 @@
 mod bad_input;
 mod check;
 mod corpus;
+mod coverage_readers;
 mod git_base;
 #[path = "../common/hostile.rs"]
 mod hostile;
