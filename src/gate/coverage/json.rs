@@ -1187,8 +1187,14 @@ mod tests {
             match (&old, &new) {
                 (Ok(a), Ok(b)) => assert_eq!(a, b, "block {block}, buffer {most}"),
                 (Err(a), Err(b)) => {
-                    assert_eq!(
-                        a.location.line, b.location.line,
+                    // serde_json's reader counts a raw newline inside a string before it
+                    // names it a control character (next line, column 0); the block
+                    // reader names the newline's own line.
+                    let newline_in_string = a.message.contains("control character")
+                        && a.location.column == Some(0)
+                        && a.location.line.map(|l| l - 1) == b.location.line;
+                    assert!(
+                        a.location.line == b.location.line || newline_in_string,
                         "block {block}, buffer {most}: {a} / {b}"
                     );
                     assert_eq!(a.location.file, b.location.file);
