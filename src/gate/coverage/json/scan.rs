@@ -258,9 +258,11 @@ impl<R: Read> Scanner<'_, R> {
                     }
                 }
                 // A number cut by the block's end ("1." or "-") is no EOF to serde_json.
-                Some(Err(e))
-                    if !self.input.eof && !self.input.bad && rest.len() < self.buffer_at_most && at_end(rest, &e) =>
-                {
+                // Past the buffer's bound it is streamed, like a value cut anywhere else.
+                Some(Err(e)) if !self.input.eof && !self.input.bad && at_end(rest, &e) => {
+                    if rest.len() >= self.buffer_at_most {
+                        return Ok(Span::TooLarge);
+                    }
                     if !self.input.fill().map_err(|e| self.io(e))? {
                         return Ok(Span::Broken(e));
                     }
