@@ -87,6 +87,14 @@ fn evidence_workflow_uploads_what_the_gate_reads() {
     for part in ["github.event.merge_group.base_sha", "github.event.merge_group.head_sha"] {
         assert!(text.contains(part), "workflow lacks {part}");
     }
+    // A CI matrix: each probe job uploads its own shard (its runs and a meta.json naming the
+    // base sha it ran), and the evidence job keeps one directory per shard for the gate to check.
+    assert!(text.contains("shard/meta.json"), "probe jobs write their shard's meta.json");
+    let download = steps
+        .iter()
+        .find(|s| s["with"]["pattern"].as_str() == Some("probe-run-*"))
+        .expect("the evidence job downloads the probe shards");
+    assert!(download["with"]["merge-multiple"].is_null(), "shards stay in their own directories");
     // K matrix entries match K.
     let k: usize = w["env"]["K"].as_str().unwrap().parse().unwrap();
     assert_eq!(
