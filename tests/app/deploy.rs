@@ -89,12 +89,18 @@ fn evidence_workflow_uploads_what_the_gate_reads() {
     }
     // A CI matrix: each probe job uploads its own shard (its runs and a meta.json naming the
     // base sha it ran), and the evidence job keeps one directory per shard for the gate to check.
-    assert!(text.contains("shard/meta.json"), "probe jobs write their shard's meta.json");
+    assert!(
+        text.contains("shard/meta.json"),
+        "probe jobs write their shard's meta.json"
+    );
     let download = steps
         .iter()
         .find(|s| s["with"]["pattern"].as_str() == Some("probe-run-*"))
         .expect("the evidence job downloads the probe shards");
-    assert!(download["with"]["merge-multiple"].is_null(), "shards stay in their own directories");
+    assert!(
+        download["with"]["merge-multiple"].is_null(),
+        "shards stay in their own directories"
+    );
     // K matrix entries match K.
     let k: usize = w["env"]["K"].as_str().unwrap().parse().unwrap();
     assert_eq!(
