@@ -16,10 +16,13 @@ mod leases;
 mod logs;
 mod merge_queue;
 mod metrics;
+mod probe_shards;
 mod release;
 mod scale;
 mod scenarios;
 mod setup;
+#[path = "../common/probe_shards.rs"]
+mod shard_fixtures;
 mod stolen_verdicts;
 mod store;
 mod support;

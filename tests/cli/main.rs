@@ -16,4 +16,6 @@ mod probe;
 mod probe_shards;
 mod release;
 mod reruns;
+#[path = "../common/probe_shards.rs"]
+mod shard_fixtures;
 mod support;

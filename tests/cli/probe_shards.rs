@@ -2,6 +2,7 @@
 //! one directory per job (`<shard>/meta.json` and that job's runs), made here from the
 //! committed probe runs (tests/fixtures/probe, real pytest report-logs).
 
+use crate::shard_fixtures::write_shard;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,13 +14,7 @@ fn fixtures() -> PathBuf {
 /// Shards `a` (runs 1–2) and `b` (runs 3–5), each with a meta.json naming `base_sha`.
 fn shards(dir: &Path, base_a: &str, base_b: &str) {
     for (name, runs, sha) in [("a", 1..=2, base_a), ("b", 3..=5, base_b)] {
-        let d = dir.join(name);
-        std::fs::create_dir_all(&d).unwrap();
-        for n in runs {
-            let f = format!("run-{n}.jsonl");
-            std::fs::copy(fixtures().join("probe/reportlog").join(&f), d.join(&f)).unwrap();
-        }
-        std::fs::write(d.join("meta.json"), format!("{{\"base_sha\": \"{sha}\", \"k\": 5}}\n")).unwrap();
+        write_shard(dir, name, runs, &format!("{{\"base_sha\": \"{sha}\", \"k\": 5}}\n"));
     }
 }
 
