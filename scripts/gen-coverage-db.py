@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write a large coverage.py data file (`.coverage`, SQLite) and a diff.
 
-    python3 scripts/gen-coverage-db.py OUT.coverage OUT.diff [--files N] [--contexts-per-file C] [--seed S]
+    python3 scripts/gen-coverage-db.py OUT.coverage OUT.diff [--size 1G | --files N] [--contexts-per-file C] [--seed S]
 
 The database has coverage.py's own schema: coverage.py creates it (one
 `CoverageData.add_lines` call, so the tables, indexes, `meta` and
@@ -10,7 +10,11 @@ formats: `context` rows like pytest-cov's (`tests/…::Test::test_x[p]|run`),
 one `line_bits` row per (file, context) whose `numbits` is coverage.py's line
 bitmap. Needs the `coverage` package (pip install coverage==7.17.5).
 
-The default (5000 files, 1350 contexts per file) gives about 1 GB. Twenty
+The default (5000 files, 1350 contexts per file) gives about 1 GB (996,986,880
+bytes); `--size 200M` (or `4G`, `1.5G`, bytes) picks the number of files for
+about that size instead (about 200 KB per file at 1350 contexts). The output
+is deterministic: the same arguments and coverage.py version give the same
+bytes. Twenty
 files spread through the table (the first, the last and 18 in between) are
 the files that OUT.diff changes (two one-line hunks each); the script prints,
 for those files, what `examples/coverage_stream.rs` must report.
@@ -36,10 +40,15 @@ def main():
     ap.add_argument("out_db")
     ap.add_argument("out_diff")
     ap.add_argument("--files", type=int, default=5000)
+    ap.add_argument("--size", type=parse_size, help="about this many bytes (e.g. 1G, 200M): sets --files")
     ap.add_argument("--contexts-per-file", type=int, default=1350)
     ap.add_argument("--tests", type=int, default=20000, help="distinct test node ids")
     ap.add_argument("--seed", type=int, default=20261202)
     args = ap.parse_args()
+    if args.size is not None:
+        # About 199,400 bytes per file at 1350 contexts (rows, index entries, pages).
+        per_file = 199_400 * args.contexts_per_file / 1350
+        args.files = max(20, round(args.size / per_file))
     rng = random.Random(args.seed)
 
     if os.path.exists(args.out_db):
@@ -114,6 +123,16 @@ def main():
     print(f"line-test pairs:     {expected_pairs}")
     print(f"distinct witnesses:  {len(expected_tests)}")
     print(f"changed-line pairs:  {changed_pairs}")
+
+
+def parse_size(text):
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    t = text.strip().upper().removesuffix("B")
+    unit = t[-1:] if t[-1:] in units else ""
+    try:
+        return int(float(t[: len(t) - len(unit)]) * units[unit])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 1G, 200M, 5000000)") from None
 
 
 def diff_for(path, lines):

@@ -33,6 +33,16 @@ const TABLES: [&str; 6] = ["coverage_schema", "meta", "file", "context", "line_b
 /// Rows per query page.
 const PAGE: i64 = 4096;
 
+/// The tables of the database (`sqlite_master`: the schema, a few rows).
+const TABLES_QUERY: &str = "SELECT name FROM sqlite_master WHERE type = 'table'";
+/// Every table, view and trigger, to refuse a schema that is not coverage.py's.
+const OBJECTS_QUERY: &str = "SELECT type, name, sql FROM sqlite_master WHERE type IN ('view', 'trigger', 'table')";
+/// One table's columns, generated and hidden ones included.
+const COLUMNS_QUERY: &str = "SELECT name, hidden FROM pragma_table_xinfo(?1)";
+/// `coverage_schema` has one row.
+const VERSION_QUERY: &str = "SELECT version FROM coverage_schema";
+/// Along `meta`'s unique index on `key`.
+const META_VERSION_QUERY: &str = "SELECT value FROM meta WHERE key = 'version'";
 /// Every measured file (one row per source file: the only table read whole, to
 /// count the files and map absolute paths by suffix).
 const FILES_QUERY: &str = "SELECT id, CASE WHEN length(path) <= ?1 THEN path END FROM file LIMIT ?2";
@@ -50,6 +60,21 @@ const ARC_QUERY: &str = "SELECT a.context_id, CASE WHEN length(c.context) <= ?6 
 /// the first test context).
 const CONTEXT_QUERY: &str = "SELECT id, context FROM context WHERE id > ?1 AND length(context) <= ?3 \
      AND instr(context, '::') > 0 AND instr(context, '|') > 0 ORDER BY id LIMIT ?2";
+
+/// Every query the reader issues, with its number of parameters: the test
+/// `every_query_searches_the_big_tables_by_index` shows SQLite's plan for each.
+#[cfg(test)]
+const QUERIES: [(&str, &str, usize); 9] = [
+    ("tables", TABLES_QUERY, 0),
+    ("objects", OBJECTS_QUERY, 0),
+    ("columns", COLUMNS_QUERY, 1),
+    ("version", VERSION_QUERY, 0),
+    ("meta version", META_VERSION_QUERY, 0),
+    ("files", FILES_QUERY, 2),
+    ("line_bits", LINE_BITS_QUERY, 5),
+    ("arc", ARC_QUERY, 6),
+    ("context", CONTEXT_QUERY, 3),
+];
 
 /// The columns of each table flakegate reads, as coverage.py creates them. Anything
 /// else — a generated or hidden column, an extra column, a view or trigger, a virtual
@@ -144,7 +169,7 @@ async fn read(path: &Path, matcher: &PathMatcher) -> anyhow::Result<Coverage> {
 
 async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatcher) -> anyhow::Result<Coverage> {
     // Is this a coverage.py data file at all?
-    let tables: BTreeSet<String> = sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'")
+    let tables: BTreeSet<String> = sqlx::query_scalar(TABLES_QUERY)
         .fetch_all(&mut *conn)
         .await
         .with_context(|| format!("{name}: cannot read the SQLite database (truncated or corrupt?)"))?
@@ -160,11 +185,11 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
         );
     }
     refuse_foreign_schema(conn, name).await?;
-    let version: Option<i64> = sqlx::query_scalar("SELECT version FROM coverage_schema")
+    let version: Option<i64> = sqlx::query_scalar(VERSION_QUERY)
         .fetch_optional(&mut *conn)
         .await
         .with_context(|| format!("{name}: cannot read coverage_schema.version"))?;
-    let coverage_version: Option<String> = sqlx::query_scalar("SELECT value FROM meta WHERE key = 'version'")
+    let coverage_version: Option<String> = sqlx::query_scalar(META_VERSION_QUERY)
         .fetch_optional(&mut *conn)
         .await
         .with_context(|| format!("{name}: cannot read meta"))?;
@@ -344,11 +369,10 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
 /// tables, and any table flakegate reads whose columns are not exactly coverage.py's
 /// (`PRAGMA table_xinfo` also lists generated and hidden columns).
 async fn refuse_foreign_schema(conn: &mut SqliteConnection, name: &str) -> anyhow::Result<()> {
-    let objects: Vec<(String, String, Option<String>)> =
-        sqlx::query_as("SELECT type, name, sql FROM sqlite_master WHERE type IN ('view', 'trigger', 'table')")
-            .fetch_all(&mut *conn)
-            .await
-            .with_context(|| format!("{name}: cannot read the SQLite schema (truncated or corrupt?)"))?;
+    let objects: Vec<(String, String, Option<String>)> = sqlx::query_as(OBJECTS_QUERY)
+        .fetch_all(&mut *conn)
+        .await
+        .with_context(|| format!("{name}: cannot read the SQLite schema (truncated or corrupt?)"))?;
     for (kind, object, sql) in &objects {
         let is_virtual = sql
             .as_deref()
@@ -361,7 +385,7 @@ async fn refuse_foreign_schema(conn: &mut SqliteConnection, name: &str) -> anyho
         }
     }
     for (table, expected) in COLUMNS {
-        let columns: Vec<(String, i64)> = sqlx::query_as("SELECT name, hidden FROM pragma_table_xinfo(?1)")
+        let columns: Vec<(String, i64)> = sqlx::query_as(COLUMNS_QUERY)
             .bind(table)
             .fetch_all(&mut *conn)
             .await
@@ -898,6 +922,133 @@ mod tests {
             e.contains("x.coverage") && e.contains("src/a.py") && e.contains("rows"),
             "{e}"
         );
+    }
+
+    /// SQLite's plan for `query` (its `detail` column, one string per step).
+    async fn plan(conn: &mut SqliteConnection, query: &str, params: usize) -> Vec<String> {
+        let sql = format!("EXPLAIN QUERY PLAN {query}");
+        let mut q = sqlx::query_as::<_, (i64, i64, i64, String)>(&sql);
+        for _ in 0..params {
+            q = q.bind(1i64);
+        }
+        q.fetch_all(&mut *conn)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.3)
+            .collect()
+    }
+
+    /// Tables a query may read whole: the schema, `coverage_schema` (one row) and
+    /// `file` (one row per measured source file; every path is needed to map them).
+    const SMALL: [&str; 5] = [
+        "sqlite_master",
+        "sqlite_schema",
+        "coverage_schema",
+        "file",
+        "pragma_table_xinfo",
+    ];
+
+    /// Every step of every query in [`QUERIES`] either scans a small table or is a
+    /// `SEARCH` through an index or the rowid; nothing is sorted in a temporary b-tree
+    /// (which would read every matching row before the first page).
+    fn assert_no_big_scans(what: &str, plans: &[(&str, Vec<String>)]) {
+        for (query, plan) in plans {
+            assert!(!plan.is_empty(), "{what}: {query}: no plan");
+            for step in plan {
+                let ok = if let Some(rest) = step.strip_prefix("SCAN ") {
+                    SMALL.iter().any(|t| rest == *t || rest.starts_with(&format!("{t} ")))
+                } else if step.starts_with("SEARCH ") {
+                    step.contains(" USING INDEX ")
+                        || step.contains(" USING COVERING INDEX ")
+                        || step.contains(" USING INTEGER PRIMARY KEY ")
+                } else {
+                    false
+                };
+                assert!(ok, "{what}: {query}: step {step:?} is not an indexed search: {plan:?}");
+            }
+        }
+    }
+
+    async fn all_plans(conn: &mut SqliteConnection) -> Vec<(&'static str, Vec<String>)> {
+        let mut plans = Vec::new();
+        for (what, query, params) in QUERIES {
+            plans.push((what, plan(conn, query, params).await));
+        }
+        plans
+    }
+
+    /// Every query the reader issues, planned on data files coverage.py wrote (line
+    /// mode and branch mode), and on one of them grown to 200,000 `line_bits` rows,
+    /// 40,000 `arc` rows and 20,000 contexts with `ANALYZE` statistics, so that the
+    /// planner knows which tables are big: `line_bits`, `arc` and `context` are
+    /// only ever searched by index or rowid.
+    #[tokio::test]
+    async fn every_query_searches_the_big_tables_by_index() {
+        for fixture in [
+            "cases/all_stable/evidence/.coverage",
+            "coverage-variants/branch/.coverage",
+        ] {
+            let path = fixtures().join(fixture);
+            let options = SqliteConnectOptions::new()
+                .filename(&path)
+                .read_only(true)
+                .immutable(true);
+            let mut conn = SqliteConnection::connect_with(&options).await.unwrap();
+            // coverage.py's own schema: its unique constraints are the indexes searched.
+            let indexes: Vec<String> =
+                sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'index' ORDER BY name")
+                    .fetch_all(&mut conn)
+                    .await
+                    .unwrap();
+            assert_eq!(
+                indexes,
+                [
+                    "sqlite_autoindex_arc_1",
+                    "sqlite_autoindex_context_1",
+                    "sqlite_autoindex_file_1",
+                    "sqlite_autoindex_line_bits_1",
+                    "sqlite_autoindex_meta_1"
+                ],
+                "{fixture}"
+            );
+            let plans = all_plans(&mut conn).await;
+            assert_no_big_scans(fixture, &plans);
+            conn.close().await.unwrap();
+        }
+
+        // Grown, with statistics.
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(".coverage");
+        std::fs::copy(fixtures().join("cases/all_stable/evidence/.coverage"), &path).unwrap();
+        let options = SqliteConnectOptions::new().filename(&path);
+        let mut conn = SqliteConnection::connect_with(&options).await.unwrap();
+        sqlx::raw_sql(
+            "BEGIN;
+             CREATE TEMP TABLE n AS WITH RECURSIVE s(v) AS (SELECT 1 UNION ALL SELECT v + 1 FROM s WHERE v < 20000)
+                 SELECT v FROM s;
+             INSERT INTO file (path) SELECT 'src/gen/m' || v || '.py' FROM n WHERE v <= 200;
+             INSERT INTO context (context) SELECT 'tests/t.py::test_' || v || '|run' FROM n;
+             INSERT OR IGNORE INTO line_bits SELECT f.id, c.id, X'FF' FROM file f, context c WHERE f.id % 20 = c.id % 20;
+             INSERT OR IGNORE INTO arc SELECT f.id, c.id, -1, 1 FROM file f, context c WHERE f.id % 100 = c.id % 100;
+             COMMIT; ANALYZE;",
+        )
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        let counts: (i64, i64, i64) = sqlx::query_as(
+            "SELECT (SELECT count(*) FROM line_bits), (SELECT count(*) FROM arc), (SELECT count(*) FROM context)",
+        )
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+        assert!(
+            counts.0 >= 200_000 && counts.1 >= 40_000 && counts.2 >= 20_000,
+            "{counts:?}"
+        );
+        let plans = all_plans(&mut conn).await;
+        assert_no_big_scans("grown with ANALYZE", &plans);
+        conn.close().await.unwrap();
     }
 
     /// The plans SQLite makes for the reader's queries on a data file coverage.py wrote:
