@@ -329,19 +329,17 @@ impl InstallationClient {
             .collect()
     }
 
-    /// The unified diff, or the files listing when GitHub says the diff is too large
-    /// (`406 Unacceptable`, or a `422` naming `too_large`).
-    pub async fn pull_diff(&self, repo: &RepoName, number: PullNumber) -> Result<PatchSource, GithubError> {
-        let what = "get pull request diff";
-        let path = format!("{}/pulls/{}", repo.api_path(), number.0);
+    /// GET `path` as a unified diff: `None` when GitHub says the diff is too large
+    /// (`406 Unacceptable`, or a `422` naming `too_large`) and a files listing must do.
+    async fn diff_unless_too_large(&self, what: &str, path: &str) -> Result<Option<Vec<u8>>, GithubError> {
         let resp = self
-            .send(what, "GET", &path, None, Some("application/vnd.github.diff"))
+            .send(what, "GET", path, None, Some("application/vnd.github.diff"))
             .await?;
         let status = resp.status();
         let headers = resp.headers().clone();
         let bytes = read_body(what, resp, MAX_JSON_BYTES).await?;
         if status.is_success() {
-            return Ok(PatchSource::Diff(bytes.to_vec()));
+            return Ok(Some(bytes.to_vec()));
         }
         let text = String::from_utf8_lossy(&bytes).to_lowercase();
         let too_large = status == StatusCode::NOT_ACCEPTABLE
@@ -350,7 +348,18 @@ impl InstallationClient {
         if !too_large {
             return Err(GithubError::from_response(what, status, &headers, &bytes));
         }
-        tracing::info!(%repo, pull = number.0, %status, "diff too large; using the files listing");
+        tracing::info!(%status, what, "diff too large");
+        Ok(None)
+    }
+
+    /// The unified diff, or the files listing when GitHub says the diff is too large
+    /// (`406 Unacceptable`, or a `422` naming `too_large`).
+    pub async fn pull_diff(&self, repo: &RepoName, number: PullNumber) -> Result<PatchSource, GithubError> {
+        let path = format!("{}/pulls/{}", repo.api_path(), number.0);
+        if let Some(diff) = self.diff_unless_too_large("get pull request diff", &path).await? {
+            return Ok(PatchSource::Diff(diff));
+        }
+        tracing::info!(%repo, pull = number.0, "diff too large; using the files listing");
         let files = self
             .paged(
                 "list pull request files",
@@ -378,23 +387,10 @@ impl InstallationClient {
     ) -> Result<PatchSource, GithubError> {
         let what = "compare commits";
         let path = format!("{}/compare/{base}...{head}", repo.api_path());
-        let resp = self
-            .send(what, "GET", &path, None, Some("application/vnd.github.diff"))
-            .await?;
-        let status = resp.status();
-        let headers = resp.headers().clone();
-        let bytes = read_body(what, resp, MAX_JSON_BYTES).await?;
-        if status.is_success() {
-            return Ok(PatchSource::Diff(bytes.to_vec()));
+        if let Some(diff) = self.diff_unless_too_large(what, &path).await? {
+            return Ok(PatchSource::Diff(diff));
         }
-        let text = String::from_utf8_lossy(&bytes).to_lowercase();
-        let too_large = status == StatusCode::NOT_ACCEPTABLE
-            || (status == StatusCode::UNPROCESSABLE_ENTITY
-                && (text.contains("too_large") || text.contains("too large")));
-        if !too_large {
-            return Err(GithubError::from_response(what, status, &headers, &bytes));
-        }
-        tracing::info!(%repo, %base, %head, %status, "compare diff too large; using the files listing");
+        tracing::info!(%repo, %base, %head, "compare diff too large; using the files listing");
         let v: Value = self.json(what, "GET", &format!("{path}?per_page=1"), None).await?;
         let files = v
             .get("files")
