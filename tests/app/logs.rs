@@ -6,77 +6,12 @@
 use crate::support::app_harness::{case, pull_request_event, stage_case, NAME, OWNER};
 use crate::support::fake_github::FakeGithub;
 use crate::support::fake_repo::FakeRepo;
+use crate::support::serve_process::ServeProcess;
 use flakegate::server::signature::sign;
 use serde_json::Value;
-use std::io::BufRead as _;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 const SECRET: &str = "log-test-webhook-secret";
-
-/// The server process, killed when dropped (a failing test leaves no process behind).
-struct Serve {
-    child: Child,
-    lines: Arc<Mutex<Vec<String>>>,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Serve {
-    fn start(fake: &FakeGithub, db: &std::path::Path, format: &str) -> Serve {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_flakegate"))
-            .arg("serve")
-            .env_clear()
-            .env("FLAKEGATE_LOG_FORMAT", format)
-            .env("RUST_LOG", "info")
-            .env("FLAKEGATE_APP_ID", fake.app_id.to_string())
-            .env("FLAKEGATE_PRIVATE_KEY", fake.private_key_pem())
-            .env("FLAKEGATE_WEBHOOK_SECRET", SECRET)
-            .env("FLAKEGATE_GITHUB_API_URL", fake.uri())
-            .env("DATABASE_URL", format!("sqlite://{}?mode=rwc", db.display()))
-            .env("FLAKEGATE_LISTEN", "127.0.0.1:0")
-            .env("FLAKEGATE_SWEEP_INTERVAL", "off")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("starting flakegate serve");
-        let stderr = child.stderr.take().unwrap();
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let sink = lines.clone();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-                sink.lock().unwrap().push(line);
-            }
-        });
-        Serve { child, lines }
-    }
-
-    fn lines(&self) -> Vec<String> {
-        self.lines.lock().unwrap().clone()
-    }
-
-    /// Wait (at most 60 s) for a line satisfying `want`; panics with everything logged so far.
-    async fn wait_for(&self, what: &str, want: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(l) = self.lines().into_iter().find(|l| want(l)) {
-                return l;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no log line {what} within 60 s:\n{}",
-                self.lines().join("\n")
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-}
 
 /// The fields of span `name` in a JSON log line's span list.
 fn span<'a>(line: &'a Value, name: &str) -> Option<&'a Value> {
@@ -90,7 +25,8 @@ async fn json_logs_carry_the_delivery_and_job_spans() {
     let c = case("some_frozen");
     stage_case(&repo, 7, &c, 100);
     let dir = tempfile::tempdir().unwrap();
-    let serve = Serve::start(&fake, &dir.path().join("flakegate.db"), "json");
+    let db = format!("sqlite://{}?mode=rwc", dir.path().join("flakegate.db").display());
+    let mut serve = ServeProcess::start("logs", &fake, &db, SECRET, &[]).await;
 
     let serving = serve.wait_for("\"serving\"", |l| l.contains("\"serving\"")).await;
     let serving: Value = serde_json::from_str(&serving).unwrap();
