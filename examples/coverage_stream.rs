@@ -1,5 +1,7 @@
-//! Benchmark harness for the coverage readers: `gate::coverage::json::read_json`
-//! and, for a coverage.py data file, `evidence::coverage_db::read_data_file_blocking`.
+//! Benchmark harness for the coverage readers: `evidence::read_json_mapped` (the
+//! mapped file scanned by `gate::coverage::json::read_json_slice`, as `flakegate check`
+//! reads it, without the hash), `read_json` (blocks) or `read_json_stream` (the previous
+//! reader) by environment variable, and, for a coverage.py data file, `evidence::coverage_db::read_data_file_blocking`.
 //!
 //! ```text
 //! cargo run --release --example coverage_stream -- COVERAGE_JSON|.coverage DIFF
@@ -9,6 +11,7 @@
 //! with a `PathMatcher` over them, and prints what it kept. See docs/performance.md.
 
 use flakegate::evidence::coverage_db::read_data_file_blocking;
+use flakegate::evidence::read_json_mapped;
 use flakegate::gate::coverage::json::{read_json, read_json_stream};
 use flakegate::gate::coverage::{KeepLines, PathMatcher};
 use std::time::Instant;
@@ -58,11 +61,15 @@ fn main() {
         read_data_file_blocking(std::path::Path::new(json), &matcher).map_err(|e| format!("{e:#}"))
     } else {
         let f = std::fs::File::open(json).expect("open the coverage file");
-        // FLAKEGATE_PREVIOUS_READER=1: the reader before issue 12 (serde_json's reader path).
+        // FLAKEGATE_PREVIOUS_READER=1: the reader before issue 12 (serde_json's reader path);
+        // FLAKEGATE_BLOCK_READER=1: the block reader (what a pipe gets); by default the file
+        // is mapped and scanned in place, as `flakegate check` does.
         if std::env::var_os("FLAKEGATE_PREVIOUS_READER").is_some() {
             read_json_stream(json, f, &matcher).map_err(|e| e.to_string())
-        } else {
+        } else if std::env::var_os("FLAKEGATE_BLOCK_READER").is_some() {
             read_json(json, f, &matcher).map_err(|e| e.to_string())
+        } else {
+            read_json_mapped(std::path::Path::new(json), &matcher).map_err(|e| e.to_string())
         }
     };
     let cov = match read {

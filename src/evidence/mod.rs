@@ -280,12 +280,113 @@ fn read_coverage(path: &Path, matcher: &PathMatcher) -> Result<(Coverage, InputD
         let (cov, sha) = lcov::read_tracefiles(&[(path.to_path_buf(), None)], matcher, coverage::CoverageFormat::Lcov)?;
         return Ok((cov, digest(sha)));
     }
-    // One pass over a JSON that may be gigabytes: the bytes the parser reads are
-    // hashed on a second thread, so the hash costs no time on the parser's core.
+    // One pass over a JSON that may be gigabytes, hashed on a second thread so that the
+    // hash costs no time on the parser's core. A regular file is mapped: the scanner and
+    // the hasher read the same pages, nothing is copied. Anything else (a pipe, a device)
+    // or a file that cannot be mapped is read in blocks, each handed to the hasher.
     let f = std::fs::File::open(path).map_err(cannot)?;
+    if f.metadata().is_ok_and(|m| m.is_file() && m.len() > 0) {
+        // SAFETY: a mapping's bytes change if another process writes the file while it is
+        // mapped (and reading it faults if the file is truncated). The file here is the
+        // user's own report named on the command line, or, in the App, an artifact this
+        // process extracted into its own temporary directory: nobody writes it while the
+        // gate reads it, as nobody may while it is read in blocks either (a report changed
+        // mid-read would be judged half old, half new either way).
+        if let Ok(map) = unsafe { memmap2::Mmap::map(&f) } {
+            let (cov, sha) = hashed_scan(&map, |bytes, consumed| {
+                coverage::json::read_json_slice(&name, bytes, matcher, consumed)
+            })?;
+            return Ok((cov, digest(sha)));
+        }
+    }
     let (cov, sha) = hashed_read(f, |r| coverage::json::read_json(&name, r, matcher));
     let cov = cov?;
     Ok((cov, digest(sha.map_err(cannot)?)))
+}
+
+/// A coverage.py JSON report read the way `flakegate check` reads it on its scanning
+/// thread, without the hash: a regular file mapped and scanned in place, its pages given
+/// back behind the scan (the benchmark's reader row, `examples/coverage_stream`).
+pub fn read_json_mapped(path: &Path, matcher: &PathMatcher) -> Result<Coverage, InputError> {
+    let name = display(path);
+    let cannot = |e: std::io::Error| InputError::new(Location::file(&name), format!("cannot read: {e}"));
+    let f = std::fs::File::open(path).map_err(cannot)?;
+    if !f.metadata().is_ok_and(|m| m.is_file() && m.len() > 0) {
+        return coverage::json::read_json(&name, f, matcher);
+    }
+    // SAFETY: as in `read_coverage`: nobody writes the report while it is read.
+    let map = unsafe { memmap2::Mmap::map(&f) }.map_err(cannot)?;
+    let mut behind = Behind { map: &map, done: 0 };
+    coverage::json::read_json_slice(&name, &map, matcher, &mut |n| behind.release(n))
+}
+
+/// How much of a mapping the hashing thread hashes at once.
+const HASH_STEP: usize = 4 << 20;
+/// Each thread gives back the pages of the mapping it has passed this many bytes at a time.
+const RELEASE_STEP: usize = 8 << 20;
+
+/// Run `scan` over the mapped bytes while a second thread hashes them, both reading the
+/// mapping in place. The scan calls its `consumed(n)` as it goes (it will not read before
+/// `n` again); each thread then gives back the pages it has passed, so the process's
+/// resident memory stays a few steps per thread whatever the file's size (touched pages
+/// of a mapping count in it). Returns the scan's result and the SHA-256 (hex) of the
+/// whole mapping; when the scan fails, the hash is abandoned.
+fn hashed_scan<T, E>(
+    map: &memmap2::Mmap,
+    scan: impl FnOnce(&[u8], &mut dyn FnMut(usize)) -> Result<T, E>,
+) -> Result<(T, String), E> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let hasher = s.spawn(|| {
+            let mut h = sha2::Sha256::default();
+            let mut behind = Behind { map, done: 0 };
+            let mut at = 0;
+            for chunk in map.chunks(HASH_STEP) {
+                if stop.load(Ordering::Relaxed) {
+                    return None;
+                }
+                sha2::Digest::update(&mut h, chunk);
+                at += chunk.len();
+                behind.release(at);
+            }
+            Some(hex::encode(sha2::Digest::finalize(h)))
+        });
+        let mut behind = Behind { map, done: 0 };
+        let out = scan(&map[..], &mut |n| behind.release(n));
+        if out.is_err() {
+            stop.store(true, Ordering::Relaxed);
+        }
+        let sha = hasher.join().expect("the hashing thread does not panic");
+        out.map(|t| (t, sha.expect("the hash runs to the end unless the scan failed")))
+    })
+}
+
+/// The part of a mapping one thread has passed, given back to the kernel a
+/// [`RELEASE_STEP`] at a time.
+struct Behind<'m> {
+    map: &'m memmap2::Mmap,
+    done: usize,
+}
+
+impl Behind<'_> {
+    fn release(&mut self, upto: usize) {
+        let upto = upto.min(self.map.len()) / RELEASE_STEP * RELEASE_STEP;
+        if upto <= self.done {
+            return;
+        }
+        // SAFETY: MADV_DONTNEED on a read-only shared file mapping only drops this process's
+        // page-table entries for the range: the next read of it (the other thread may still
+        // be there) faults the same bytes back in from the page cache. Nothing is lost and
+        // no byte changes, so the slices borrowed from the mapping stay valid. The offsets
+        // are within the mapping and page-aligned (RELEASE_STEP is a multiple of any page size).
+        #[cfg(unix)]
+        let _ = unsafe {
+            self.map
+                .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, self.done, upto - self.done)
+        };
+        self.done = upto;
+    }
 }
 
 /// Run `read` over `inner` while a second thread hashes every byte of `inner`
@@ -554,6 +655,67 @@ mod tests {
         assert_eq!(cov.files.len(), 1);
         assert_eq!(digest.sha256, hex::encode(sha2::Sha256::digest(&bytes)));
         assert_eq!(digest.sha256, sha256_file(&path).unwrap());
+    }
+
+    /// A mapped report (hashed in place by the second thread) and the same report read
+    /// in blocks give the same coverage and the same digest; a failed scan is the error.
+    #[test]
+    fn the_mapped_and_the_block_path_agree() {
+        use sha2::Digest;
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let mut reports = Vec::new();
+        let mut dirs = vec![root];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.file_name().is_some_and(|n| n == "coverage.json") {
+                    reports.push(p);
+                }
+            }
+        }
+        assert!(reports.len() >= 20, "{reports:?}");
+        for path in &reports {
+            let name = display(path);
+            let bytes = std::fs::read(path).unwrap();
+            let m = PathMatcher::new(["src/shop/cart.py", "src/shop/pricing.py"]);
+            let (mapped, digest) = match read_coverage(path, &m) {
+                Ok((c, d)) => (Ok(c), Some(d.sha256)),
+                Err(e) => (Err(e), None),
+            };
+            let (blocks, sha) = hashed_read(std::fs::File::open(path).unwrap(), |r| {
+                crate::gate::coverage::json::read_json(&name, r, &m)
+            });
+            assert_eq!(mapped, blocks, "{name}");
+            if let Some(digest) = digest {
+                assert_eq!(digest, sha.unwrap(), "{name}");
+                assert_eq!(digest, hex::encode(sha2::Sha256::digest(&bytes)), "{name}");
+            }
+        }
+        // Bigger than a hash step and a release step, with an error at the very end.
+        let t = tempfile::tempdir().unwrap();
+        let big = t.path().join("coverage.json");
+        let mut json = String::from("{\"files\": {");
+        let mut i = 0;
+        while json.len() < 3 * RELEASE_STEP {
+            json.push_str(&format!(
+                "\"f{i}.py\": {{\"contexts\": {{\"1\": [\"t.py::test_{i}|run\"]}}}}, "
+            ));
+            i += 1;
+        }
+        json.push_str("\"src/shop/cart.py\": {\"executed_lines\": [7]}}}");
+        std::fs::write(&big, &json).unwrap();
+        let m = PathMatcher::new(["src/shop/cart.py"]);
+        let (cov, digest) = read_coverage(&big, &m).unwrap();
+        assert_eq!(cov.measured_files, i + 1);
+        assert!(cov.files["src/shop/cart.py"].executed.contains(&7));
+        assert_eq!(digest.sha256, hex::encode(sha2::Sha256::digest(json.as_bytes())));
+        json.push(',');
+        std::fs::write(&big, &json).unwrap();
+        let e = read_coverage(&big, &m).unwrap_err();
+        assert!(e.message.contains("trailing characters"), "{e}");
+        assert!(e.message.contains(&format!("(byte {})", json.len() - 1)), "{e}");
     }
 
     /// However large a changed file's entry, only the witnesses of the lines the gate

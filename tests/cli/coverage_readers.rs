@@ -1,8 +1,9 @@
-//! The coverage JSON reader (block scan, issue 12) against the previous one (serde_json's
-//! reader path, kept as `read_json_stream`): the same `Coverage` on every real report under
-//! `tests/fixtures/` and on reports written by `scripts/gen-coverage-json.py`.
+//! The coverage JSON readers (block scan and whole-slice scan, issue 12) against the previous
+//! one (serde_json's reader path, kept as `read_json_stream`): the same `Coverage` on every
+//! real report under `tests/fixtures/` and on reports written by `scripts/gen-coverage-json.py`
+//! (read from a slice, from blocks, and from the mapped file as `flakegate check` reads it).
 
-use flakegate::gate::coverage::json::{read_json, read_json_stream};
+use flakegate::gate::coverage::json::{read_json, read_json_slice, read_json_stream};
 use flakegate::gate::coverage::{KeepLines, PathMatcher};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -53,6 +54,15 @@ fn assert_agree(path: &Path) {
         let new = read_json(&name, &bytes[..], &m).unwrap();
         let old = read_json_stream(&name, &bytes[..], &m).unwrap();
         assert_eq!(new, old, "{name}");
+        // The whole input as one slice (a mapped file), and as `flakegate check` maps it.
+        let mut consumed = 0;
+        let slice = read_json_slice(&name, &bytes, &m, &mut |n| {
+            assert!(n >= consumed && n <= bytes.len());
+            consumed = n;
+        })
+        .unwrap();
+        assert_eq!(slice, old, "{name}");
+        assert_eq!(flakegate::evidence::read_json_mapped(path, &m).unwrap(), old, "{name}");
     }
 }
 

@@ -1,9 +1,11 @@
 //! `coverage json --show-contexts` output → [`Coverage`]: [`read_json`] (a block
-//! reader with a structural scan, in `scan`), the serde visitors both readers share,
-//! and [`read_json_stream`], the previous reader (serde_json's reader path over the
-//! whole input), kept as the equivalence oracle and the benchmark's baseline.
+//! reader with a structural scan, in `scan`) and [`read_json_slice`] (the same scan
+//! over the whole input in memory, e.g. a mapped file), the serde visitors the readers
+//! share, and [`read_json_stream`], the previous reader (serde_json's reader path over
+//! the whole input), kept as the equivalence oracle and the benchmark's baseline.
 
 mod scan;
+mod skip;
 
 use super::{insert_file, ContextCollector, Coverage, CoverageFormat, FileCoverage, PathMatcher};
 use crate::gate::error::{InputError, Location};
@@ -681,14 +683,16 @@ impl<R: Read> Read for Utf8Guard<R> {
 ///
 /// The input is read in blocks of 4 MiB and validated as UTF-8; a structural
 /// scan walks the top-level object and the `files` object (memchr over keys) and
-/// hands each file's value to serde_json as a byte range: a file the patch names
-/// is deserialised (`executed_lines`, `missing_lines`, `excluded_lines`,
-/// `contexts`, `functions`, `classes`); every other file is only syntax-checked
-/// with [`serde::de::IgnoredAny`] — except that, until the first pytest-cov test
-/// context has been seen, skipped files' `contexts` are scanned for one, so
-/// `has_test_contexts` describes the whole report and not only the patch's files
-/// (a patch touching only an unrun file must not read as "no contexts"). A value
-/// larger than 16 MiB (a core module every test runs) is streamed, not buffered.
+/// delimits each file's value with a validating skipper: a file the patch names
+/// is then deserialised by serde_json from that byte range (`executed_lines`,
+/// `missing_lines`, `excluded_lines`, `contexts`, `functions`, `classes`); every
+/// other file is only syntax-checked (by the skipper, or serde_json's
+/// [`serde::de::IgnoredAny`] where the skipper is not sure, as with any error) — except
+/// that, until the first pytest-cov test context has been seen, skipped files'
+/// `contexts` are scanned for one, so `has_test_contexts` describes the whole report
+/// and not only the patch's files (a patch touching only an unrun file must not read as
+/// "no contexts"). A value larger than 16 MiB (a core module every test runs) is
+/// streamed, not buffered.
 ///
 /// `has_test_contexts` is true when some file has a test context and
 /// `meta.show_contexts` is not `false`. Context line `0` (coverage.py's entry
@@ -699,6 +703,22 @@ impl<R: Read> Read for Utf8Guard<R> {
 /// line and column, and where the scanner finds them the byte offset.
 pub fn read_json<R: std::io::Read>(file: &str, reader: R, matcher: &PathMatcher) -> Result<Coverage, InputError> {
     read_json_blocks(file, reader, matcher, scan::BLOCK, scan::BUFFER_AT_MOST)
+}
+
+/// [`read_json`] over the whole input in memory (a mapped file): the same scan, the
+/// same result and errors, without copying the bytes into blocks. UTF-8 is validated
+/// a megabyte at a time as the scan reaches it, and a value larger than 16 MiB is
+/// still streamed rather than handed to serde_json whole, so the memory the scan
+/// touches at once stays bounded: `consumed(n)` is called as it goes (every megabyte
+/// or so, offsets growing) to say that no byte before `n` will be read again, so that
+/// the caller can release those pages.
+pub fn read_json_slice(
+    file: &str,
+    bytes: &[u8],
+    matcher: &PathMatcher,
+    consumed: &mut dyn FnMut(usize),
+) -> Result<Coverage, InputError> {
+    read_json_slice_steps(file, bytes, matcher, consumed, scan::SLICE_STEP, scan::BUFFER_AT_MOST)
 }
 
 /// [`read_json`] with its block size and the largest buffered value given
@@ -712,6 +732,20 @@ fn read_json_blocks<R: std::io::Read>(
 ) -> Result<Coverage, InputError> {
     let mut state = State::new(matcher);
     scan::scan(file, reader, &mut state, block, buffer_at_most)?;
+    finish(file, state)
+}
+
+/// [`read_json_slice`] with its validation step and the largest buffered value given.
+fn read_json_slice_steps(
+    file: &str,
+    bytes: &[u8],
+    matcher: &PathMatcher,
+    consumed: &mut dyn FnMut(usize),
+    step: usize,
+    buffer_at_most: usize,
+) -> Result<Coverage, InputError> {
+    let mut state = State::new(matcher);
+    scan::scan_slice(file, bytes, consumed, &mut state, step, buffer_at_most)?;
     finish(file, state)
 }
 
@@ -1183,23 +1217,41 @@ mod tests {
             (4096, 1 << 20),
             (scan::BLOCK, scan::BUFFER_AT_MOST),
         ] {
-            let new = read_json_blocks("coverage.json", bytes, &m, block, most);
-            match (&old, &new) {
-                (Ok(a), Ok(b)) => assert_eq!(a, b, "block {block}, buffer {most}"),
-                (Err(a), Err(b)) => {
-                    // serde_json's reader counts a raw newline inside a string before it
-                    // names it a control character (next line, column 0); the block
-                    // reader names the newline's own line.
-                    let newline_in_string = a.message.contains("control character")
-                        && a.location.column == Some(0)
-                        && a.location.line.map(|l| l - 1) == b.location.line;
-                    assert!(
-                        a.location.line == b.location.line || newline_in_string,
-                        "block {block}, buffer {most}: {a} / {b}"
-                    );
-                    assert_eq!(a.location.file, b.location.file);
+            let blocks = read_json_blocks("coverage.json", bytes, &m, block, most);
+            // The slice path with the same steps; `consumed` only grows.
+            let mut last = 0;
+            let slice = read_json_slice_steps(
+                "coverage.json",
+                bytes,
+                &m,
+                &mut |n| {
+                    assert!(n >= last && n <= bytes.len(), "consumed {n} after {last}");
+                    last = n;
+                },
+                block,
+                most,
+            );
+            for (path, new) in [("blocks", &blocks), ("slice", &slice)] {
+                match (&old, new) {
+                    (Ok(a), Ok(b)) => assert_eq!(a, b, "{path}: block {block}, buffer {most}"),
+                    (Err(a), Err(b)) => {
+                        // serde_json's reader path counts a raw newline inside a string before it
+                        // names it a control character (next line, column 0); the block reader
+                        // names the newline's own line (and streams a value past the buffer's
+                        // bound through that same reader path).
+                        let newline_in_string = |a: &InputError, b: &InputError| {
+                            a.message.contains("control character")
+                                && a.location.column == Some(0)
+                                && a.location.line.map(|l| l - 1) == b.location.line
+                        };
+                        assert!(
+                            a.location.line == b.location.line || newline_in_string(a, b) || newline_in_string(b, a),
+                            "{path}: block {block}, buffer {most}: {a} / {b}"
+                        );
+                        assert_eq!(a.location.file, b.location.file);
+                    }
+                    _ => panic!("{path}: block {block}, buffer {most}: previous {old:?}, new {new:?}"),
                 }
-                _ => panic!("block {block}, buffer {most}: previous {old:?}, new {new:?}"),
             }
         }
         old
@@ -1240,6 +1292,9 @@ mod tests {
         for c in cases {
             let _ = agree(c, &SHOP);
         }
+        // Numbers at the end of a file's value (cut by every block's end in `agree`).
+        agree(b"{\"files\": {\"a\": 12, \"b\": -3.5e10, \"c\": true}}", &["x.py"]).unwrap();
+        agree(b"{\"files\": {\"a\": {}}, \"totals\": 1234}", &["x.py"]).unwrap();
         assert!(agree(b"{\"files\": {\"a\\u00e9\\\"b\": {}}}", &["a\u{e9}\"b"])
             .unwrap()
             .files
