@@ -9,7 +9,7 @@
 //! buffer (a core module's entry can be hundreds of megabytes) is streamed through serde's
 //! reader path instead, so memory stays bounded.
 
-use super::skip::{skip_value, Skip as Skipped};
+use super::skip::{at_end, skip_value, Skip as Skipped};
 use super::{FileSeed, FilesSeed, Key, Meta, ScanFile, State};
 use crate::gate::error::{InputError, Location};
 use serde::de::{DeserializeSeed, IgnoredAny};
@@ -653,15 +653,6 @@ fn run<F: Feed>(
         None => Ok(()),
         Some(_) => Err(sc.error_at(sc.input.pos, "trailing characters")),
     }
-}
-
-/// Is serde_json's error `e` at the very end of `slice`?
-pub(super) fn at_end(slice: &[u8], e: &serde_json::Error) -> bool {
-    let (line, column) = match memchr::memrchr(b'\n', slice) {
-        None => (1, slice.len()),
-        Some(nl) => (1 + count_newlines(slice), slice.len() - nl - 1),
-    };
-    (e.line(), e.column()) == (line, column)
 }
 
 fn key_of(s: &str) -> Key {
