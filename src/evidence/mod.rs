@@ -283,8 +283,8 @@ fn read_coverage(path: &Path, matcher: &PathMatcher) -> Result<(Coverage, InputD
     // One pass over a JSON that may be gigabytes, hashed on a second thread so that the
     // hash costs no time on the parser's core. A regular file is mapped: the scanner and
     // the hasher read the same pages, nothing is copied. Anything else (a pipe, a device)
-    // or a file that cannot be mapped is read in blocks, each handed to the hasher.
-    let f = std::fs::File::open(path).map_err(cannot)?;
+    // or a file that cannot be mapped is read in blocks, each handed to the hasher, after
+    // the bytes already read to sniff the format (a pipe cannot be opened twice).
     if f.metadata().is_ok_and(|m| m.is_file() && m.len() > 0) {
         // SAFETY: a mapping's bytes change if another process writes the file while it is
         // mapped (and reading it faults if the file is truncated). The file here is the
@@ -299,7 +299,8 @@ fn read_coverage(path: &Path, matcher: &PathMatcher) -> Result<(Coverage, InputD
             return Ok((cov, digest(sha)));
         }
     }
-    let (cov, sha) = hashed_read(f, |r| coverage::json::read_json(&name, r, matcher));
+    let input = std::io::Read::chain(&head[..n], f);
+    let (cov, sha) = hashed_read(input, |r| coverage::json::read_json(&name, r, matcher));
     let cov = cov?;
     Ok((cov, digest(sha.map_err(cannot)?)))
 }
@@ -657,6 +658,10 @@ mod tests {
         assert_eq!(digest.sha256, sha256_file(&path).unwrap());
     }
 
+    fn root_fixture(rel: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel)
+    }
+
     /// A mapped report (hashed in place by the second thread) and the same report read
     /// in blocks give the same coverage and the same digest; a failed scan is the error.
     #[test]
@@ -693,6 +698,26 @@ mod tests {
                 assert_eq!(digest, hex::encode(sha2::Sha256::digest(&bytes)), "{name}");
             }
         }
+        // A pipe (not mapped; its first bytes, read to sniff the format, are not lost).
+        let t = tempfile::tempdir().unwrap();
+        let fifo = t.path().join("coverage.json");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let report = root_fixture("cases/all_stable/evidence/coverage.json");
+        let writer = {
+            let (fifo, report) = (fifo.clone(), report.clone());
+            std::thread::spawn(move || std::fs::write(fifo, std::fs::read(report).unwrap()).unwrap())
+        };
+        let m = PathMatcher::new(["src/shop/cart.py"]);
+        let (piped, digest) = read_coverage(&fifo, &m).unwrap();
+        writer.join().unwrap();
+        let (mapped, want) = read_coverage(&report, &m).unwrap();
+        assert_eq!(piped, mapped);
+        assert_eq!(digest.sha256, want.sha256);
+
         // Bigger than a hash step and a release step, with an error at the very end.
         let t = tempfile::tempdir().unwrap();
         let big = t.path().join("coverage.json");
