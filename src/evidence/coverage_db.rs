@@ -1091,6 +1091,60 @@ mod tests {
         assert!(e.contains("file 2: path missing or longer than 4096 bytes"), "{e}");
     }
 
+    /// Values of the wrong type come back from the aggregated pages as markers and give
+    /// the reader's errors (a NULL arc end, which sqlx once decoded as line 0, included).
+    #[tokio::test]
+    async fn values_of_the_wrong_type_are_errors() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cart = "INSERT INTO file VALUES (1, 'src/shop/cart.py');";
+        let test = "INSERT INTO context VALUES (1, 'tests/t.py::test_a|run');";
+        let cases = [
+            (
+                "integer_numbits",
+                format!("{cart} {test} INSERT INTO line_bits VALUES (1, 1, 5);"),
+                "line_bits.numbits is not a blob",
+            ),
+            (
+                "blob_context",
+                format!("{cart} INSERT INTO context VALUES (1, X'0102'); INSERT INTO line_bits VALUES (1, 1, X'02');"),
+                "context.context is not text",
+            ),
+            (
+                "invalid_utf8_context",
+                format!(
+                    "{cart} INSERT INTO context VALUES (1, CAST(X'74657374732F742E70793A3A74FF7C72756E' AS TEXT));\
+                     INSERT INTO line_bits VALUES (1, 1, X'02');"
+                ),
+                "context.context is not text",
+            ),
+            (
+                "blob_path",
+                format!("INSERT INTO file VALUES (1, X'00FF'); {test}"),
+                "file.path is not text",
+            ),
+            (
+                "null_arc",
+                format!("{cart} {test} INSERT INTO arc VALUES (1, 1, NULL, 3);"),
+                "arc.fromno is not an integer",
+            ),
+            (
+                "text_arc",
+                format!("{cart} {test} INSERT INTO arc VALUES (1, 1, 2, 'x');"),
+                "arc.tono is not an integer",
+            ),
+        ];
+        for (file, rows, expected) in cases {
+            let p = tmp.path().join(format!("{file}.coverage"));
+            make_db(
+                &p,
+                &format!("BEGIN; {SCHEMA} INSERT INTO coverage_schema VALUES (7); {rows} COMMIT;"),
+            )
+            .await;
+            let e = err(&p);
+            assert!(e.contains(&format!("{file}.coverage: {expected}")), "{file}: {e}");
+        }
+    }
+
     #[test]
     fn hex_decodes_as_the_hex_crate_does() {
         let mut out = Vec::new();
