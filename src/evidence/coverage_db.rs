@@ -3,9 +3,10 @@
 //! Only the patch's files are queried: every `file.path` is loaded (cheap) to
 //! count the measured files and pick the ones [`PathMatcher`] maps, then
 //! `line_bits` (line mode) and `arc` (branch mode) rows are read for those file
-//! ids only, joined to `context`. The file is opened read-only and
-//! `immutable`, so SQLite takes no lock and never writes a journal next to the
-//! user's file.
+//! ids only, joined to `context`, a page at a time; SQLite returns each page as one
+//! aggregated row (see `PAGE`), because sqlx hands every result row across threads.
+//! The file is opened read-only and `immutable`, so SQLite takes no lock and never
+//! writes a journal next to the user's file.
 //!
 //! Schema (coverage.py 5.0–7.x, `coverage_schema.version` 7): `meta(key,
 //! value)` with `version` and `has_arcs`, `file(id, path)`, `context(id,
