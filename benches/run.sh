@@ -6,6 +6,8 @@
 #   bash benches/run.sh [SCRATCH_DIR]        # default: a fresh mktemp -d, removed at the end
 #
 # Needs python3, /usr/bin/time (GNU time) and openssl; builds the release binaries first.
+# The last row's generator needs coverage.py (pip install coverage==7.17.5): set
+# COVERAGE_PYTHON to a python3 that has it (default: python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPEAT="${REPEAT:-3}"
@@ -59,3 +61,6 @@ row "flakegate check, the same" "$big" \
 row "parse_patch, $(($(stat -c %s "$tdiff") / 1000000)) MB, 500,000-hunk diff" "$tdiff" \
     target/release/examples/diff_parse "$tdiff"
 row "wc -l on that diff" "$tdiff" wc -l "$tdiff"
+covdb="$scratch/cov-1g.coverage" covdbdiff="$scratch/cov-1g-db.diff"
+[ -s "$covdb" ] || "${COVERAGE_PYTHON:-python3}" scripts/gen-coverage-db.py "$covdb" "$covdbdiff" >&2
+row "read_data_file, 1 GB .coverage, 20 files" "$covdb" target/release/examples/coverage_stream "$covdb" "$covdbdiff"

@@ -3,9 +3,10 @@
 //! Only the patch's files are queried: every `file.path` is loaded (cheap) to
 //! count the measured files and pick the ones [`PathMatcher`] maps, then
 //! `line_bits` (line mode) and `arc` (branch mode) rows are read for those file
-//! ids only, joined to `context`. The file is opened read-only and
-//! `immutable`, so SQLite takes no lock and never writes a journal next to the
-//! user's file.
+//! ids only, joined to `context`, a page at a time; SQLite returns each page as one
+//! aggregated row (see `PAGE`), because sqlx hands every result row across threads.
+//! The file is opened read-only and `immutable`, so SQLite takes no lock and never
+//! writes a journal next to the user's file.
 //!
 //! Schema (coverage.py 5.0–7.x, `coverage_schema.version` 7): `meta(key,
 //! value)` with `version` and `has_arcs`, `file(id, path)`, `context(id,
@@ -20,8 +21,10 @@ use crate::gate::coverage::{
     decode_numbits, insert_file, ContextCollector, Coverage, CoverageFormat, FileCoverage, PathMatcher,
 };
 use anyhow::{anyhow, bail, Context as _};
+use serde::Deserialize;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use sqlx::{Connection, Row};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -30,8 +33,23 @@ pub const SCHEMA_VERSION: i64 = 7;
 
 const TABLES: [&str; 6] = ["coverage_schema", "meta", "file", "context", "line_bits", "arc"];
 
-/// Rows per query page.
-const PAGE: i64 = 4096;
+/// Rows per page of `line_bits` and `arc`. A page comes back as one row (see
+/// [`LINE_BITS_QUERY`]), so it must stay under SQLite's 1,000,000,000-byte string
+/// limit in the worst case: 256 × (a 2 MiB hex `numbits` + a 64 Ki-character name
+/// escaped in JSON) is about 600 MB. Real rows are a few hundred bytes.
+const PAGE: i64 = 256;
+/// `file` rows per page (a path is at most 4096 characters, 24 KiB in JSON).
+const FILE_PAGE: i64 = 1024;
+
+// Each page is aggregated by SQLite into ONE row: `group_concat` of the ids and hex
+// bitmaps, `json_group_array` of the names (text needs escaping). sqlx's SQLite driver
+// hands every row from its worker thread to the caller through a channel, waking the
+// caller each time; at ~27,000 `line_bits` rows for 20 changed files that hand-off,
+// not SQLite, was most of the read (docs/performance.md). The aggregates read the
+// rows of the LIMITed subquery in its order, so the i-th element of every list is the
+// same row's. Every element is non-NULL (`group_concat` skips NULLs): a value that
+// does not fit is `x` (wrong type) or `-` (missing or too long) in the lists, `0` or
+// `null` in the JSON arrays, and reported with the same error as before.
 
 /// The tables of the database (`sqlite_master`: the schema, a few rows).
 const TABLES_QUERY: &str = "SELECT name FROM sqlite_master WHERE type = 'table'";
@@ -43,19 +61,32 @@ const COLUMNS_QUERY: &str = "SELECT name, hidden FROM pragma_table_xinfo(?1)";
 const VERSION_QUERY: &str = "SELECT version FROM coverage_schema";
 /// Along `meta`'s unique index on `key`.
 const META_VERSION_QUERY: &str = "SELECT value FROM meta WHERE key = 'version'";
-/// Every measured file (one row per source file: the only table read whole, to
-/// count the files and map absolute paths by suffix).
-const FILES_QUERY: &str = "SELECT id, CASE WHEN length(path) <= ?1 THEN path END FROM file LIMIT ?2";
-/// A page of one file's `line_bits`, along the `(file_id, context_id)` unique index.
-const LINE_BITS_QUERY: &str = "SELECT lb.context_id, CASE WHEN length(c.context) <= ?4 THEN c.context END, \
-     CASE WHEN length(lb.numbits) <= ?5 THEN lb.numbits END \
+/// A page of measured files along the rowid (one row per source file: the only table
+/// read whole, to count the files and map absolute paths by suffix): the row count,
+/// the last id, the ids, and the paths as a JSON array (`null`: missing or longer
+/// than ?1; `0`: not text).
+const FILES_QUERY: &str = "SELECT count(*), max(id), group_concat(id, ','), \
+     json_group_array(CASE WHEN length(path) <= ?1 THEN iif(typeof(path) = 'text', path, 0) END) \
+     FROM (SELECT id, path FROM file WHERE id > ?2 ORDER BY id LIMIT ?3)";
+/// A page of one file's `line_bits`, along the `(file_id, context_id)` unique index,
+/// joined to `context` by rowid: the row count, the context ids, the context names
+/// (JSON array) and the bitmaps in hex.
+const LINE_BITS_QUERY: &str = "SELECT count(*), group_concat(iif(typeof(cid) = 'integer', cid, 'x'), ','), \
+     json_group_array(CASE WHEN length(ctx) <= ?4 THEN iif(typeof(ctx) = 'text', ctx, 0) END), \
+     group_concat(CASE WHEN length(nb) <= ?5 THEN iif(typeof(nb) IN ('blob', 'text'), hex(nb), 'x') ELSE '-' END, ',') \
+     FROM (SELECT lb.context_id AS cid, c.context AS ctx, lb.numbits AS nb \
      FROM line_bits lb JOIN context c ON c.id = lb.context_id \
-     WHERE lb.file_id = ?1 AND lb.context_id > ?2 ORDER BY lb.context_id LIMIT ?3";
-/// A page of one file's `arc` rows, along the `(file_id, context_id, fromno, tono)` unique index.
-const ARC_QUERY: &str = "SELECT a.context_id, CASE WHEN length(c.context) <= ?6 THEN c.context END, a.fromno, a.tono \
+     WHERE lb.file_id = ?1 AND lb.context_id > ?2 ORDER BY lb.context_id LIMIT ?3)";
+/// A page of one file's `arc` rows, along the `(file_id, context_id, fromno, tono)` unique
+/// index, joined to `context` by rowid: the row count, `context_id fromno tono` of each
+/// row, and the context names (JSON array).
+const ARC_QUERY: &str = "SELECT count(*), group_concat(iif(typeof(cid) = 'integer', cid, 'x') || ' ' || \
+     iif(typeof(f) = 'integer', f, 'x') || ' ' || iif(typeof(t) = 'integer', t, 'x'), ','), \
+     json_group_array(CASE WHEN length(ctx) <= ?6 THEN iif(typeof(ctx) = 'text', ctx, 0) END) \
+     FROM (SELECT a.context_id AS cid, c.context AS ctx, a.fromno AS f, a.tono AS t \
      FROM arc a JOIN context c ON c.id = a.context_id \
      WHERE a.file_id = ?1 AND (a.context_id, a.fromno, a.tono) > (?2, ?3, ?4) \
-     ORDER BY a.context_id, a.fromno, a.tono LIMIT ?5";
+     ORDER BY a.context_id, a.fromno, a.tono LIMIT ?5)";
 /// A page of test-context candidates, along the `context` table's rowid (it stops at
 /// the first test context).
 const CONTEXT_QUERY: &str = "SELECT id, context FROM context WHERE id > ?1 AND length(context) <= ?3 \
@@ -70,7 +101,7 @@ const QUERIES: [(&str, &str, usize); 9] = [
     ("columns", COLUMNS_QUERY, 1),
     ("version", VERSION_QUERY, 0),
     ("meta version", META_VERSION_QUERY, 0),
-    ("files", FILES_QUERY, 2),
+    ("files", FILES_QUERY, 3),
     ("line_bits", LINE_BITS_QUERY, 5),
     ("arc", ARC_QUERY, 6),
     ("context", CONTEXT_QUERY, 3),
@@ -98,7 +129,7 @@ const MAX_CONTEXT: i64 = 64 * 1024;
 /// Longest measured file path read.
 const MAX_PATH: i64 = 4096;
 /// Most `file` rows read (every measured file's path is loaded to map the patch's).
-const MAX_FILES: i64 = 1_000_000;
+const MAX_FILES: usize = 1_000_000;
 /// Most `line_bits` and `arc` rows read for one changed file: 20 million
 /// (test, line) facts is more than any real suite records for one module.
 const MAX_ROWS_PER_FILE: usize = 20_000_000;
@@ -209,28 +240,41 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
         None => bail!("{name}: not a coverage.py data file: coverage_schema has no version row"),
     }
 
-    // All file paths: count them, pick the patch's.
-    let rows = sqlx::query(FILES_QUERY)
-        .bind(MAX_PATH)
-        .bind(MAX_FILES + 1)
-        .fetch_all(&mut *conn)
-        .await
-        .with_context(|| format!("{name}: cannot read the file table"))?;
-    if rows.len() as i64 > MAX_FILES {
-        bail!("{name}: more than {MAX_FILES} measured files in the file table");
-    }
-    let measured_files = rows.len();
+    // All file paths, a page at a time: count them, pick the patch's.
+    let mut measured_files = 0usize;
     let mut selected: BTreeMap<i64, (String, (String, bool))> = BTreeMap::new();
-    for row in rows {
-        let id: i64 = row
-            .try_get(0)
-            .with_context(|| format!("{name}: file.id is not an integer"))?;
-        let path: Option<String> = row
-            .try_get(1)
-            .with_context(|| format!("{name}: file.path is not text"))?;
-        let path = path.with_context(|| format!("{name}: file {id}: path missing or longer than {MAX_PATH} bytes"))?;
-        if let Some(mapped) = matcher.map(&path) {
-            selected.insert(id, (path, mapped));
+    let mut after = i64::MIN;
+    loop {
+        let (count, last, ids, paths): (i64, Option<i64>, Option<String>, Vec<u8>) = sqlx::query_as(FILES_QUERY)
+            .bind(MAX_PATH)
+            .bind(after)
+            .bind(FILE_PAGE)
+            .fetch_one(&mut *conn)
+            .await
+            .with_context(|| format!("{name}: cannot read the file table"))?;
+        let paths: Vec<Cell<'_>> =
+            serde_json::from_slice(&paths).with_context(|| format!("{name}: file.path is not text"))?;
+        let ids = split_list(ids.as_deref(), count, paths.len(), name, "file")?;
+        for (id, path) in ids.zip(paths) {
+            let id: i64 = id
+                .parse()
+                .with_context(|| format!("{name}: file.id is not an integer"))?;
+            let path = match path {
+                Cell::Text(p) => p,
+                Cell::Missing => bail!("{name}: file {id}: path missing or longer than {MAX_PATH} bytes"),
+                Cell::NotText => bail!("{name}: file.path is not text"),
+            };
+            if let Some(mapped) = matcher.map(&path) {
+                selected.insert(id, (path.into_owned(), mapped));
+            }
+        }
+        measured_files += count as usize;
+        if measured_files > MAX_FILES {
+            bail!("{name}: more than {MAX_FILES} measured files in the file table");
+        }
+        match last {
+            Some(last) if count == FILE_PAGE => after = last,
+            _ => break,
         }
     }
 
@@ -239,6 +283,7 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
     // by a page even for a module that every test runs.
     let mut ctx = ContextCollector::for_matcher(matcher);
     let mut per_id: BTreeMap<i64, FileCoverage> = BTreeMap::new();
+    let mut numbits: Vec<u8> = Vec::new();
     for (&file_id, (_, (repo, _))) in &selected {
         let fc = per_id.entry(file_id).or_default();
         let mut rows_read = RowBudget(MAX_ROWS_PER_FILE);
@@ -246,27 +291,36 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
         // Line mode: one numbits blob per (file, context).
         let mut after = i64::MIN;
         loop {
-            let rows = sqlx::query(LINE_BITS_QUERY)
-                .bind(file_id)
-                .bind(after)
-                .bind(PAGE)
-                .bind(MAX_CONTEXT)
-                .bind(MAX_NUMBITS)
-                .fetch_all(&mut *conn)
-                .await
-                .with_context(|| format!("{name}: cannot read line_bits"))?;
-            for row in &rows {
-                after = row
-                    .try_get(0)
+            let (count, ids, contexts, bits): (i64, Option<String>, Vec<u8>, Option<String>) =
+                sqlx::query_as(LINE_BITS_QUERY)
+                    .bind(file_id)
+                    .bind(after)
+                    .bind(PAGE)
+                    .bind(MAX_CONTEXT)
+                    .bind(MAX_NUMBITS)
+                    .fetch_one(&mut *conn)
+                    .await
+                    .with_context(|| format!("{name}: cannot read line_bits"))?;
+            let contexts: Vec<Cell<'_>> =
+                serde_json::from_slice(&contexts).with_context(|| format!("{name}: context.context is not text"))?;
+            let ids = split_list(ids.as_deref(), count, contexts.len(), name, "line_bits")?;
+            let bits = split_list(bits.as_deref(), count, contexts.len(), name, "line_bits")?;
+            for ((id, context), hex_bits) in ids.zip(contexts).zip(bits) {
+                let context_id: i64 = id
+                    .parse()
                     .with_context(|| format!("{name}: line_bits.context_id is not an integer"))?;
+                after = after.max(context_id);
                 rows_read.take(name, repo)?;
-                let context = capped_context(row, name, after)?;
-                let numbits: Option<Vec<u8>> = row
-                    .try_get(2)
+                let context = context.into_name(name, context_id)?;
+                match hex_bits {
+                    "-" => bail!(
+                        "{name}: line_bits of {repo}, context {context_id}: numbits missing or longer than {MAX_NUMBITS} bytes"
+                    ),
+                    "x" => bail!("{name}: line_bits.numbits is not a blob"),
+                    _ => {}
+                }
+                decode_hex(hex_bits, &mut numbits)
                     .with_context(|| format!("{name}: line_bits.numbits is not a blob"))?;
-                let numbits = numbits.with_context(|| {
-                    format!("{name}: line_bits of {repo}, context {after}: numbits missing or longer than {MAX_NUMBITS} bytes")
-                })?;
                 // Which lines ran: the OR of the file's bitmaps, decoded once below.
                 if ran.len() < numbits.len() {
                     ran.resize(numbits.len(), 0);
@@ -276,7 +330,7 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
                 }
                 ctx.record_numbits(repo, fc, &numbits, &context);
             }
-            if rows.len() < PAGE as usize {
+            if count < PAGE {
                 break;
             }
         }
@@ -285,29 +339,33 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
         // (negative numbers are entries and exits of code objects).
         let mut after = (i64::MIN, i64::MIN, i64::MIN);
         loop {
-            let rows = sqlx::query(ARC_QUERY)
+            let (count, arcs, contexts): (i64, Option<String>, Vec<u8>) = sqlx::query_as(ARC_QUERY)
                 .bind(file_id)
                 .bind(after.0)
                 .bind(after.1)
                 .bind(after.2)
                 .bind(PAGE)
                 .bind(MAX_CONTEXT)
-                .fetch_all(&mut *conn)
+                .fetch_one(&mut *conn)
                 .await
                 .with_context(|| format!("{name}: cannot read arc"))?;
-            for row in &rows {
+            let contexts: Vec<Cell<'_>> =
+                serde_json::from_slice(&contexts).with_context(|| format!("{name}: context.context is not text"))?;
+            let arcs = split_list(arcs.as_deref(), count, contexts.len(), name, "arc")?;
+            for (arc, context) in arcs.zip(contexts) {
                 rows_read.take(name, repo)?;
-                let context_id: i64 = row
-                    .try_get(0)
-                    .with_context(|| format!("{name}: arc.context_id is not an integer"))?;
-                let context = capped_context(row, name, context_id)?;
-                let from: i64 = row
-                    .try_get(2)
-                    .with_context(|| format!("{name}: arc.fromno is not an integer"))?;
-                let to: i64 = row
-                    .try_get(3)
-                    .with_context(|| format!("{name}: arc.tono is not an integer"))?;
-                after = (context_id, from, to);
+                let mut numbers = arc.splitn(3, ' ');
+                let mut number = |column: &str| -> anyhow::Result<i64> {
+                    numbers
+                        .next()
+                        .and_then(|n| n.parse().ok())
+                        .with_context(|| format!("{name}: arc.{column} is not an integer"))
+                };
+                let context_id = number("context_id")?;
+                let context = context.into_name(name, context_id)?;
+                let from = number("fromno")?;
+                let to = number("tono")?;
+                after = after.max((context_id, from, to));
                 for line in [from, to] {
                     if let Ok(line @ 1..) = u32::try_from(line) {
                         fc.executed.insert(line);
@@ -315,12 +373,11 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
                     }
                 }
             }
-            if rows.len() < PAGE as usize {
+            if count < PAGE {
                 break;
             }
         }
     }
-
     // Were test contexts recorded at all (in any file)? Only candidates that
     // look like `…::…|…` are fetched, a page at a time.
     let mut after = i64::MIN;
@@ -408,12 +465,109 @@ async fn refuse_foreign_schema(conn: &mut SqliteConnection, name: &str) -> anyho
     Ok(())
 }
 
-/// A context name as the queries return it: `NULL` when longer than [`MAX_CONTEXT`].
-fn capped_context(row: &sqlx::sqlite::SqliteRow, name: &str, context_id: i64) -> anyhow::Result<String> {
-    let context: Option<String> = row
-        .try_get(1)
-        .with_context(|| format!("{name}: context.context is not text"))?;
-    context.with_context(|| format!("{name}: context {context_id}: name missing or longer than {MAX_CONTEXT} bytes"))
+/// One element of a `json_group_array` column: a name or path (borrowed from the
+/// page when it needs no unescaping), `null` (missing, or longer than the query's
+/// cap) or `0` (a value that is not text).
+enum Cell<'a> {
+    Text(Cow<'a, str>),
+    Missing,
+    NotText,
+}
+
+impl<'de> Deserialize<'de> for Cell<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Cell<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string, null or 0")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Cell<'de>, E> {
+                Ok(Cell::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Cell<'de>, E> {
+                Ok(Cell::Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_unit<E>(self) -> Result<Cell<'de>, E> {
+                Ok(Cell::Missing)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Cell<'de>, E> {
+                Ok(Cell::NotText)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Cell<'de>, E> {
+                Ok(Cell::NotText)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'a> Cell<'a> {
+    /// The context name of `context_id`, or the error the reader gives for it.
+    fn into_name(self, name: &str, context_id: i64) -> anyhow::Result<Cow<'a, str>> {
+        match self {
+            Cell::Text(c) => Ok(c),
+            Cell::Missing => bail!("{name}: context {context_id}: name missing or longer than {MAX_CONTEXT} bytes"),
+            Cell::NotText => bail!("{name}: context.context is not text"),
+        }
+    }
+}
+
+/// The elements of a page's `group_concat(…, ',')` column (`None`: no rows), which
+/// must be as many as the page's `count(*)` and its JSON array's elements.
+fn split_list<'a>(
+    list: Option<&'a str>,
+    count: i64,
+    json_len: usize,
+    name: &str,
+    table: &str,
+) -> anyhow::Result<impl Iterator<Item = &'a str>> {
+    let elements = list.map_or(0, |l| l.bytes().filter(|&b| b == b',').count() + 1);
+    if usize::try_from(count).ok() != Some(elements) || elements != json_len {
+        bail!(
+            "{name}: a page of table {table} came back inconsistent ({count} rows, {elements} and {json_len} values)"
+        );
+    }
+    Ok(list.into_iter().flat_map(|l| l.split(',')))
+}
+
+/// Decode SQLite's `hex()` (upper case; lower case accepted too) into `out`. By
+/// hand rather than `hex::decode_to_slice`, which checks and converts one digit at a
+/// time and took a tenth of the whole read; a table lookup per digit is enough.
+fn decode_hex(hex: &str, out: &mut Vec<u8>) -> anyhow::Result<()> {
+    const INVALID: u8 = 0xFF;
+    const DIGITS: [u8; 256] = {
+        let mut t = [INVALID; 256];
+        let mut i = 0;
+        while i < 10 {
+            t[b'0' as usize + i] = i as u8;
+            i += 1;
+        }
+        let mut i = 0;
+        while i < 6 {
+            t[b'A' as usize + i] = 10 + i as u8;
+            t[b'a' as usize + i] = 10 + i as u8;
+            i += 1;
+        }
+        t
+    };
+    let hex = hex.as_bytes();
+    if hex.len() % 2 != 0 {
+        bail!("odd number of hex digits ({})", hex.len());
+    }
+    out.clear();
+    out.reserve(hex.len() / 2);
+    let mut invalid = 0u8;
+    for pair in hex.chunks_exact(2) {
+        let (hi, lo) = (DIGITS[pair[0] as usize], DIGITS[pair[1] as usize]);
+        // An invalid digit is 0xFF: OR-ing keeps its top bits set for the check below.
+        invalid |= hi | lo;
+        out.push(hi << 4 | lo);
+    }
+    if invalid & 0xF0 != 0 {
+        bail!("not hex digits");
+    }
+    Ok(())
 }
 
 /// Rows left to read for one file.
@@ -813,6 +967,32 @@ mod tests {
         assert!(d.has_test_contexts);
     }
 
+    #[tokio::test]
+    async fn the_file_table_is_read_in_pages() {
+        // More files than one page; the patch names one in each page and one absent.
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join(".coverage");
+        let n = FILE_PAGE as usize * 2 + 3;
+        let mut sql = format!("BEGIN; {SCHEMA} INSERT INTO coverage_schema VALUES (7);");
+        sql.push_str("INSERT INTO context VALUES (1, 'tests/t.py::test_a|run');");
+        for i in 1..=n {
+            sql.push_str(&format!("INSERT INTO file VALUES ({i}, '/abs/src/m{i}.py');"));
+        }
+        let last = format!("src/m{n}.py");
+        sql.push_str(&format!(
+            "INSERT INTO line_bits VALUES (2, 1, X'02'), ({n}, 1, X'04'); COMMIT;"
+        ));
+        make_db(&p, &sql).await;
+        let d = read_data_file(&p, &PathMatcher::new(["src/m2.py", last.as_str(), "src/absent.py"]))
+            .await
+            .unwrap();
+        assert_eq!(d.measured_files, n);
+        assert_eq!(d.files.keys().collect::<Vec<_>>(), ["src/m2.py", last.as_str()]);
+        assert_eq!(d.files["src/m2.py"].witnesses.keys().collect::<Vec<_>>(), [&1]);
+        assert_eq!(d.files[&last].witnesses.keys().collect::<Vec<_>>(), [&2]);
+        assert_eq!(d.mapped_paths.len(), 2);
+    }
+
     /// A valid schema with `line_bits` declared by `line_bits` (the hostile part).
     fn schema_with(line_bits: &str) -> String {
         SCHEMA.replace(
@@ -912,6 +1092,79 @@ mod tests {
         assert!(e.contains("file 2: path missing or longer than 4096 bytes"), "{e}");
     }
 
+    /// Values of the wrong type come back from the aggregated pages as markers and give
+    /// the reader's errors (a NULL arc end, which sqlx once decoded as line 0, included).
+    #[tokio::test]
+    async fn values_of_the_wrong_type_are_errors() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cart = "INSERT INTO file VALUES (1, 'src/shop/cart.py');";
+        let test = "INSERT INTO context VALUES (1, 'tests/t.py::test_a|run');";
+        let cases = [
+            (
+                "integer_numbits",
+                format!("{cart} {test} INSERT INTO line_bits VALUES (1, 1, 5);"),
+                "line_bits.numbits is not a blob",
+            ),
+            (
+                "blob_context",
+                format!("{cart} INSERT INTO context VALUES (1, X'0102'); INSERT INTO line_bits VALUES (1, 1, X'02');"),
+                "context.context is not text",
+            ),
+            (
+                "invalid_utf8_context",
+                format!(
+                    "{cart} INSERT INTO context VALUES (1, CAST(X'74657374732F742E70793A3A74FF7C72756E' AS TEXT));\
+                     INSERT INTO line_bits VALUES (1, 1, X'02');"
+                ),
+                "context.context is not text",
+            ),
+            (
+                "blob_path",
+                format!("INSERT INTO file VALUES (1, X'00FF'); {test}"),
+                "file.path is not text",
+            ),
+            (
+                "null_arc",
+                format!("{cart} {test} INSERT INTO arc VALUES (1, 1, NULL, 3);"),
+                "arc.fromno is not an integer",
+            ),
+            (
+                "text_arc",
+                format!("{cart} {test} INSERT INTO arc VALUES (1, 1, 2, 'x');"),
+                "arc.tono is not an integer",
+            ),
+        ];
+        for (file, rows, expected) in cases {
+            let p = tmp.path().join(format!("{file}.coverage"));
+            make_db(
+                &p,
+                &format!("BEGIN; {SCHEMA} INSERT INTO coverage_schema VALUES (7); {rows} COMMIT;"),
+            )
+            .await;
+            let e = err(&p);
+            assert!(e.contains(&format!("{file}.coverage: {expected}")), "{file}: {e}");
+        }
+    }
+
+    #[test]
+    fn hex_decodes_as_the_hex_crate_does() {
+        let mut out = Vec::new();
+        for bytes in [
+            &[][..],
+            &[0u8],
+            &[0xFF, 0x00, 0xA5, 0x5A, 0x10],
+            &(0..=255).collect::<Vec<u8>>(),
+        ] {
+            decode_hex(&hex::encode_upper(bytes), &mut out).unwrap();
+            assert_eq!(out, bytes);
+            decode_hex(&hex::encode(bytes), &mut out).unwrap();
+            assert_eq!(out, bytes);
+        }
+        for bad in ["0", "0G", "G0", "x", "-", "0 ", "é0"] {
+            assert!(decode_hex(bad, &mut out).is_err(), "{bad:?}");
+        }
+    }
+
     #[test]
     fn the_row_budget_stops_at_its_limit() {
         let mut b = RowBudget(2);
@@ -957,7 +1210,10 @@ mod tests {
             assert!(!plan.is_empty(), "{what}: {query}: no plan");
             for step in plan {
                 let ok = if let Some(rest) = step.strip_prefix("SCAN ") {
-                    SMALL.iter().any(|t| rest == *t || rest.starts_with(&format!("{t} ")))
+                    SMALL.iter().any(|t| rest == *t || rest.starts_with(&format!("{t} "))) || is_page(rest)
+                } else if step.starts_with("CO-ROUTINE ") {
+                    // The LIMITed subquery a page aggregates (its own steps are checked too).
+                    true
                 } else if step.starts_with("SEARCH ") {
                     step.contains(" USING INDEX ")
                         || step.contains(" USING COVERING INDEX ")
@@ -968,6 +1224,20 @@ mod tests {
                 assert!(ok, "{what}: {query}: step {step:?} is not an indexed search: {plan:?}");
             }
         }
+    }
+
+    /// The LIMITed subquery whose rows a page query aggregates (`SCAN (subquery-1)`):
+    /// reading it is reading one page, whose own steps are checked separately.
+    fn is_page(scanned: &str) -> bool {
+        scanned.starts_with("(subquery-")
+    }
+
+    /// The steps of `plan` that read tables (a page's `CO-ROUTINE` and the scan of the
+    /// subquery are the aggregation around them).
+    fn table_steps(plan: &[String]) -> Vec<&String> {
+        plan.iter()
+            .filter(|s| !s.starts_with("CO-ROUTINE ") && !s.strip_prefix("SCAN ").is_some_and(is_page))
+            .collect()
     }
 
     async fn all_plans(conn: &mut SqliteConnection) -> Vec<(&'static str, Vec<String>)> {
@@ -1054,7 +1324,7 @@ mod tests {
     /// The plans SQLite makes for the reader's queries on a data file coverage.py wrote:
     /// each selected file's rows are found through an index (or the rowid), never by
     /// scanning `line_bits`, `arc` or `context`; the `file` table (one row per measured
-    /// source file) is the only one read whole.
+    /// source file) is the only one read whole, a page at a time along its rowid.
     #[tokio::test]
     async fn the_queries_use_indexes_not_scans() {
         let path = fixtures().join("cases/all_stable/evidence/.coverage");
@@ -1065,7 +1335,7 @@ mod tests {
         let mut conn = SqliteConnection::connect_with(&options).await.unwrap();
         let mut plans = Vec::new();
         for (query, params) in [
-            (FILES_QUERY, 2),
+            (FILES_QUERY, 3),
             (LINE_BITS_QUERY, 5),
             (ARC_QUERY, 6),
             (CONTEXT_QUERY, 3),
@@ -1079,14 +1349,30 @@ mod tests {
             plans.push(plan);
         }
         let [files, line_bits, arc, context] = <[Vec<String>; 4]>::try_from(plans).unwrap();
+        // The pages are one aggregated row each: a subquery (co-routine) read whole.
+        for (what, plan) in [("files", &files), ("line_bits", &line_bits), ("arc", &arc)] {
+            assert!(plan[0].starts_with("CO-ROUTINE "), "{what}: {plan:?}");
+            assert!(
+                plan.iter().any(|s| s.strip_prefix("SCAN ").is_some_and(is_page)),
+                "{what}: {plan:?}"
+            );
+        }
+        let (files, line_bits, arc) = (table_steps(&files), table_steps(&line_bits), table_steps(&arc));
         assert_eq!(files.len(), 1, "{files:?}");
-        assert!(files[0].starts_with("SCAN file"), "{files:?}");
-        for (what, plan) in [("line_bits", &line_bits), ("arc", &arc), ("context", &context)] {
+        assert!(
+            files[0].starts_with("SEARCH file USING INTEGER PRIMARY KEY (rowid>?)"),
+            "{files:?}"
+        );
+        for (what, plan) in [("line_bits", &line_bits), ("arc", &arc)] {
             assert!(
                 plan.iter().all(|step| step.starts_with("SEARCH ")),
                 "{what}: every step must be an index or rowid search: {plan:?}"
             );
         }
+        assert!(
+            context.iter().all(|step| step.starts_with("SEARCH ")),
+            "context: every step must be an index or rowid search: {context:?}"
+        );
         assert!(
             line_bits[0].contains("lb USING INDEX sqlite_autoindex_line_bits_1 (file_id=? AND context_id>?)"),
             "{line_bits:?}"
