@@ -31,9 +31,13 @@ fn main() {
     let elapsed = start.elapsed();
     let added: usize = patch.files.iter().map(|f| f.added.len()).sum();
     let deletions: usize = patch.files.iter().map(|f| f.deletions.len()).sum();
+    let removed: usize = patch.files.iter().map(|f| f.removed.len()).sum();
+    let context: usize = patch.files.iter().map(|f| f.context.len()).sum();
     println!("bytes:               {}", bytes.len());
     println!("files:               {}", patch.files.len());
     println!("added lines:         {added}");
+    println!("removed lines:       {removed}");
+    println!("context lines:       {context}");
     println!("pure deletions:      {deletions}");
     println!("parse_patch:         {elapsed:.2?}");
 }
