@@ -90,7 +90,7 @@ fn parse_marking(file: &str, text: &str, bad: &[(usize, u8)]) -> Result<Patch, I
 #[cfg(not(test))]
 const PARALLEL_FROM: usize = 4 << 20;
 #[cfg(test)]
-const PARALLEL_FROM: usize = 0;
+const PARALLEL_FROM: usize = 1;
 
 /// `build` over `sections`, cut into runs of about equal size read on threads of their
 /// own when the diff is large (files are independent once the scanner has split
