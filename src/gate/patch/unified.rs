@@ -120,14 +120,21 @@ where
     }
     let results: Vec<_> = std::thread::scope(|scope| {
         let build = &build;
-        let handles: Vec<_> = runs[1..].iter().map(|run| scope.spawn(move || build(run))).collect();
+        // A run whose thread cannot be started is built on this thread instead.
+        let handles: Vec<_> = runs[1..]
+            .iter()
+            .map(|&run| {
+                std::thread::Builder::new()
+                    .spawn_scoped(scope, move || build(run))
+                    .map_err(|_| run)
+            })
+            .collect();
         let first = build(runs[0]);
         std::iter::once(first)
-            .chain(
-                handles
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))),
-            )
+            .chain(handles.into_iter().map(|h| match h {
+                Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                Err(run) => build(run),
+            }))
             .collect()
     });
     let mut files = Vec::with_capacity(sections.len());
