@@ -1,9 +1,9 @@
 //! GitHub's pull-request files listing (`GET /repos/…/pulls/N/files`: a JSON
 //! array of entries, each with its hunks as `patch`) → [`Patch`]. The hunks
-//! are checked and read by the same scanner and diffy assembly as a unified diff.
+//! are checked and read by the same scanner and hunk reader as a unified diff.
 
 use super::model::{FileChange, FileStatus, Patch};
-use super::unified::{guarded, lines_of, normalize_eol, scan_hunks, show, skip_blank, Cursor};
+use super::unified::{lines_of, normalize_eol, scan_hunks, show, skip_blank, Cursor};
 use crate::gate::error::{InputError, Location};
 use serde::Deserialize;
 
@@ -122,6 +122,7 @@ fn gh_file(file: &str, json: &str, index: usize, e: GhEntry) -> Result<FileChang
         };
         let mut cur = Cursor::new(&p);
         let hunks = scan_hunks(&mut cur, "patch").map_err(|(l, c, m)| bad(l, c, m))?;
+        let hunks_end = cur.pos;
         skip_blank(&mut cur);
         if let Some(l) = cur.peek() {
             let msg = if hunks == 0 {
@@ -134,20 +135,7 @@ fn gh_file(file: &str, json: &str, index: usize, e: GhEntry) -> Result<FileChang
             };
             return Err(bad(cur.line, None, msg));
         }
-        let parsed = guarded(|| diffy::Patch::from_str(&p).map_err(|e| e.to_string()))
-            .and_then(|r| r)
-            .map_err(|m| bad(1, None, format!("could not be parsed: {m}")))?;
-        if parsed.hunks().len() != hunks {
-            return Err(bad(
-                1,
-                None,
-                format!(
-                    "internal parser disagreement ({} vs {hunks} hunks); please report this input",
-                    parsed.hunks().len()
-                ),
-            ));
-        }
-        let (added, deletions, removed, context) = lines_of(parsed.hunks()).map_err(|m| bad(1, None, m))?;
+        let (added, deletions, removed, context) = lines_of(&p[..hunks_end]).map_err(|m| bad(1, None, m))?;
         fc.added = added;
         fc.deletions = deletions;
         fc.removed = removed;

@@ -9,6 +9,8 @@
 
 mod github_files;
 mod model;
+#[cfg(test)]
+mod reference;
 pub(crate) mod scope;
 #[cfg(test)]
 pub(crate) mod test_support;

@@ -1,7 +1,8 @@
 //! The patch model: the files a patch touches and, per file, the lines it adds,
 //! removes and keeps, numbered on their sides. Both readers build it.
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
+use std::sync::Arc;
 
 /// What happened to a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -36,14 +37,24 @@ pub enum Scope {
     Unknown,
     /// Inside these blocks, outermost first (`["TestCart", "test_total"]`; empty: module level).
     /// `complete` is false when the hunk (and its `@@` header) shows only the innermost ones.
-    Known { names: Vec<String>, complete: bool },
+    /// The lines of one block share one list (`Arc`): a big diff's lines would otherwise
+    /// each carry their own copy of the same names.
+    Known {
+        #[serde(serialize_with = "names_as_list")]
+        names: Arc<[String]>,
+        complete: bool,
+    },
+}
+
+fn names_as_list<S: Serializer>(names: &Arc<[String]>, s: S) -> Result<S::Ok, S::Error> {
+    names[..].serialize(s)
 }
 
 impl Scope {
     /// Module level: inside no `def` or `class`.
     pub fn module() -> Self {
         Scope::Known {
-            names: Vec::new(),
+            names: Arc::from([]),
             complete: true,
         }
     }

@@ -3,17 +3,17 @@
 //!
 //! ## Why diffy, and what this file does itself
 //!
-//! The per-file work (git extended headers: renames, copies, modes, `Binary
+//! The per-file headers (git extended headers: renames, copies, modes, `Binary
 //! files … differ`, `GIT binary patch`; C-style quoted names with octal
-//! escapes; hunk bodies and `\ No newline at end of file`) is done by
-//! **diffy 0.5**'s git-aware `PatchSet` parser (`ParseOptions::gitdiff()`).
-//! It was chosen over the `unidiff` crate, which silently drops renamed,
-//! binary and mode-only files and reports a renamed file under its old path.
+//! escapes) are read by **diffy 0.5**'s git-aware `PatchSet` parser
+//! (`ParseOptions::gitdiff()`). It was chosen over the `unidiff` crate, which
+//! silently drops renamed, binary and mode-only files and reports a renamed file
+//! under its old path.
 //!
 //! diffy is permissive by design (it follows GNU patch), which a gate cannot
 //! be, so a strict line scanner ([`scan`]) runs first, splits the input into
-//! one section per file and hands diffy one section at a time. The scanner
-//! exists because diffy 0.5.2, measured on the corpus in
+//! one section per file and hands diffy one section's headers at a time. The
+//! scanner exists because diffy 0.5.2, measured on the corpus in
 //! `tests/fixtures/diffs/` and on hand-made variants:
 //! - silently skips text it does not understand: leading garbage, garbage
 //!   between files, and even a `+` line after a hunk whose header count is
@@ -28,10 +28,16 @@
 //!   `---`/`+++` diff; sections are dispatched to the right mode instead;
 //! - keeps the `a/`/`b/` prefixes, which are stripped here.
 //!
+//! The hunks, once the scanner has checked them, are read here ([`lines_of`]):
+//! diffy builds a list of every line of every hunk before the model can be built
+//! from it, an allocation per hunk and one more pass that a 100 MB diff pays in
+//! full (issue 12). The reading is the one diffy did, and a test keeps the
+//! previous parser (`reference.rs`) to show the two agree on every input.
+//!
 //! Both passes are linear in the input.
 
-use super::model::{AddedLine, ContextLine, Deletion, FileChange, FileStatus, Patch, RemovedLine, Scope};
-use super::scope::scopes_of_side;
+use super::model::{AddedLine, ContextLine, Deletion, FileChange, FileStatus, Patch, RemovedLine};
+use super::scope::SideReader;
 use crate::gate::error::{InputError, Location};
 use std::borrow::Cow;
 
@@ -62,17 +68,80 @@ fn parse_marking(file: &str, text: &str, bad: &[(usize, u8)]) -> Result<Patch, I
             format!("not UTF-8 text (invalid byte 0x{byte:02X}) outside any file of the diff"),
         ));
     }
-    let mut files = Vec::with_capacity(sections.len());
-    for s in &sections {
-        let mut fc = build_file(file, &text, s)?;
-        if let Some((line, byte)) = bad.iter().find(|(l, _)| lines(s).contains(l)) {
-            fc.unreadable = Some(format!(
-                "not UTF-8 text (invalid byte 0x{byte:02X} at {file}:{line}): its lines are shown decoded lossily and cannot be matched to evidence"
-            ));
+    let build = |sections: &[Section]| -> Result<Vec<FileChange>, InputError> {
+        let mut files = Vec::with_capacity(sections.len());
+        for s in sections {
+            let mut fc = build_file(file, &text, s)?;
+            if let Some((line, byte)) = bad.iter().find(|(l, _)| lines(s).contains(l)) {
+                fc.unreadable = Some(format!(
+                    "not UTF-8 text (invalid byte 0x{byte:02X} at {file}:{line}): its lines are shown decoded lossily and cannot be matched to evidence"
+                ));
+            }
+            files.push(fc);
         }
-        files.push(fc);
-    }
+        Ok(files)
+    };
+    let files = in_parallel(&sections, text.len(), build)?;
     Ok(Patch { files })
+}
+
+/// Below this many bytes a diff is read on the calling thread alone. (Tests read every
+/// diff of two files or more on threads, which the reference parser reads in one.)
+#[cfg(not(test))]
+const PARALLEL_FROM: usize = 4 << 20;
+#[cfg(test)]
+const PARALLEL_FROM: usize = 1;
+
+/// `build` over `sections`, cut into runs of about equal size read on threads of their
+/// own when the diff is large (files are independent once the scanner has split
+/// them), the files in diff order. The result is the sequential one: the files, or
+/// the error of the first file (in diff order) that has one.
+fn in_parallel<F>(sections: &[Section], bytes: usize, build: F) -> Result<Vec<FileChange>, InputError>
+where
+    F: Fn(&[Section]) -> Result<Vec<FileChange>, InputError> + Sync,
+{
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    if threads < 2 || bytes < PARALLEL_FROM || sections.len() < 2 {
+        return build(sections);
+    }
+    // Cut where the sections' sizes add up to each thread's share.
+    let share = bytes / threads + 1;
+    let mut runs: Vec<&[Section]> = Vec::with_capacity(threads);
+    let (mut from, mut size) = (0, 0);
+    for (i, s) in sections.iter().enumerate() {
+        size += s.end - s.start;
+        if size >= share {
+            runs.push(&sections[from..=i]);
+            (from, size) = (i + 1, 0);
+        }
+    }
+    if from < sections.len() {
+        runs.push(&sections[from..]);
+    }
+    let results: Vec<_> = std::thread::scope(|scope| {
+        let build = &build;
+        // A run whose thread cannot be started is built on this thread instead.
+        let handles: Vec<_> = runs[1..]
+            .iter()
+            .map(|&run| {
+                std::thread::Builder::new()
+                    .spawn_scoped(scope, move || build(run))
+                    .map_err(|_| run)
+            })
+            .collect();
+        let first = build(runs[0]);
+        std::iter::once(first)
+            .chain(handles.into_iter().map(|h| match h {
+                Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                Err(run) => build(run),
+            }))
+            .collect()
+    });
+    let mut files = Vec::with_capacity(sections.len());
+    for r in results {
+        files.extend(r?);
+    }
+    Ok(files)
 }
 
 /// [`parse_unified`] on raw bytes.
@@ -90,7 +159,7 @@ pub fn parse_unified_bytes(file: &str, bytes: &[u8]) -> Result<Patch, InputError
 }
 
 /// The 1-based lines of `bytes` that are not UTF-8, each with its first invalid byte.
-fn invalid_lines(bytes: &[u8]) -> Vec<(usize, u8)> {
+pub(super) fn invalid_lines(bytes: &[u8]) -> Vec<(usize, u8)> {
     bytes
         .split(|&b| b == b'\n')
         .enumerate()
@@ -125,11 +194,21 @@ pub(super) fn normalize_eol(text: &str) -> Cow<'_, str> {
 pub(super) struct Cursor<'a> {
     text: &'a str,
     /// Byte offset of the next line.
-    pos: usize,
+    pub(super) pos: usize,
+    /// Byte offset of the next line's end (its `\n`, or the end of the text).
+    end: usize,
     /// 1-based number of the next line.
     pub(super) line: usize,
     /// Line of the last hunk header read (for error messages).
     last_hunk: usize,
+}
+
+/// Where the line starting at `pos` ends: its `\n`, or the end of the text.
+fn line_end(text: &str, pos: usize) -> usize {
+    text.as_bytes()
+        .get(pos..)
+        .and_then(|rest| memchr::memchr(b'\n', rest))
+        .map_or(text.len(), |i| pos + i)
 }
 
 impl<'a> Cursor<'a> {
@@ -137,24 +216,20 @@ impl<'a> Cursor<'a> {
         Cursor {
             text,
             pos: 0,
+            end: line_end(text, 0),
             line: 1,
             last_hunk: 0,
         }
     }
     /// The next line, without its `\n`.
     pub(super) fn peek(&self) -> Option<&'a str> {
-        let rest = self.text.get(self.pos..).filter(|r| !r.is_empty())?;
-        Some(match rest.find('\n') {
-            Some(i) => &rest[..i],
-            None => rest,
-        })
+        (self.pos < self.text.len()).then(|| &self.text[self.pos..self.end])
     }
     fn advance(&mut self) {
-        let rest = self.text.get(self.pos..).unwrap_or("");
-        self.pos = match rest.find('\n') {
-            Some(i) => self.pos + i + 1,
-            None => self.text.len(),
-        };
+        if self.pos < self.text.len() {
+            self.pos = (self.end + 1).min(self.text.len());
+            self.end = line_end(self.text, self.pos);
+        }
         self.line += 1;
     }
 }
@@ -179,7 +254,7 @@ pub(super) fn show(l: &str) -> String {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum SectionKind {
+pub(super) enum SectionKind {
     /// Starts at `diff --git`; `prefixed` when its names carry `a/` and `b/`.
     Git { prefixed: bool },
     /// Starts at `---` (plain `diff -u`).
@@ -190,21 +265,24 @@ enum SectionKind {
 
 /// One file's part of the input.
 #[derive(Debug, Clone)]
-struct Section {
-    kind: SectionKind,
+pub(super) struct Section {
+    pub(super) kind: SectionKind,
     /// 1-based line of the section's first line.
-    line: usize,
+    pub(super) line: usize,
     /// Byte range in the (normalised) text.
-    start: usize,
-    end: usize,
+    pub(super) start: usize,
+    pub(super) end: usize,
     /// Number of hunks the scanner counted.
-    hunks: usize,
+    pub(super) hunks: usize,
+    /// Where the hunks start (`end` when there are none): the file's headers are
+    /// `start..hunks_at`, its hunks `hunks_at..end`.
+    pub(super) hunks_at: usize,
 }
 
 type ScanError = (usize, Option<usize>, String);
 
 /// Split `text` into file sections, checking the structure strictly.
-fn scan(file: &str, text: &str) -> Result<Vec<Section>, InputError> {
+pub(super) fn scan(file: &str, text: &str) -> Result<Vec<Section>, InputError> {
     let mut cur = Cursor::new(text);
     let mut sections = Vec::new();
     let err = |(line, col, msg): ScanError| InputError::new(Location::at(file, line, col), msg);
@@ -231,7 +309,7 @@ fn scan(file: &str, text: &str) -> Result<Vec<Section>, InputError> {
             continue;
         } else if l.starts_with("Binary files ") && l.ends_with(" differ") {
             cur.advance();
-            (SectionKind::PlainBinary, 0)
+            (SectionKind::PlainBinary, 0, cur.pos)
         } else {
             let msg = match after_hunk {
                 Some(h) => format!(
@@ -242,7 +320,7 @@ fn scan(file: &str, text: &str) -> Result<Vec<Section>, InputError> {
             };
             return Err(err((line, None, msg)));
         };
-        let (kind, hunks) = section;
+        let (kind, hunks, hunks_at) = section;
         after_hunk = if hunks > 0 { Some(cur.last_hunk) } else { None };
         sections.push(Section {
             kind,
@@ -250,6 +328,7 @@ fn scan(file: &str, text: &str) -> Result<Vec<Section>, InputError> {
             start,
             end: cur.pos,
             hunks,
+            hunks_at,
         });
     }
     Ok(sections)
@@ -257,9 +336,13 @@ fn scan(file: &str, text: &str) -> Result<Vec<Section>, InputError> {
 
 const MODES: [&str; 4] = ["100644", "100755", "120000", "160000"];
 
+/// A section's kind, its number of hunks and where they start (the section's
+/// end when it has none).
+type Scanned = (SectionKind, usize, usize);
+
 /// A `diff --git` section: extended headers, then `---`/`+++` and hunks, or a
 /// binary marker or payload, or nothing (rename, mode change, empty file).
-fn scan_git(cur: &mut Cursor<'_>) -> Result<(SectionKind, usize), ScanError> {
+fn scan_git(cur: &mut Cursor<'_>) -> Result<Scanned, ScanError> {
     let first = cur.peek().unwrap_or("");
     let start_line = cur.line;
     let rest = first.strip_prefix("diff --git ").unwrap_or("");
@@ -283,7 +366,7 @@ fn scan_git(cur: &mut Cursor<'_>) -> Result<(SectionKind, usize), ScanError> {
     loop {
         let Some(l) = cur.peek() else {
             pairs(rename_from, rename_to, copy_from, copy_to)?;
-            return Ok((kind, 0));
+            return Ok((kind, 0, cur.pos));
         };
         let line = cur.line;
         if is_blank(l) {
@@ -296,7 +379,7 @@ fn scan_git(cur: &mut Cursor<'_>) -> Result<(SectionKind, usize), ScanError> {
         }
         if l.starts_with("diff ") || is_blank(l) {
             pairs(rename_from, rename_to, copy_from, copy_to)?;
-            return Ok((kind, 0));
+            return Ok((kind, 0, cur.pos));
         }
         if l.starts_with("--- ") {
             break;
@@ -335,7 +418,7 @@ fn scan_git(cur: &mut Cursor<'_>) -> Result<(SectionKind, usize), ScanError> {
         } else if l.starts_with("Binary files ") {
             pairs(rename_from, rename_to, copy_from, copy_to)?;
             cur.advance();
-            return Ok((kind, 0));
+            return Ok((kind, 0, cur.pos));
         } else if l == "GIT binary patch" {
             pairs(rename_from, rename_to, copy_from, copy_to)?;
             cur.advance();
@@ -343,7 +426,7 @@ fn scan_git(cur: &mut Cursor<'_>) -> Result<(SectionKind, usize), ScanError> {
             while cur.peek().is_some_and(is_binary_payload) {
                 cur.advance();
             }
-            return Ok((kind, 0));
+            return Ok((kind, 0, cur.pos));
         } else {
             return Err((
                 line,
@@ -357,18 +440,18 @@ fn scan_git(cur: &mut Cursor<'_>) -> Result<(SectionKind, usize), ScanError> {
         cur.advance();
     }
     pairs(rename_from, rename_to, copy_from, copy_to)?;
-    let hunks = scan_file_headers_and_hunks(cur)?;
-    Ok((kind, hunks))
+    let (hunks, at) = scan_file_headers_and_hunks(cur)?;
+    Ok((kind, hunks, at))
 }
 
 /// A `---` section of a plain unified diff.
-fn scan_plain(cur: &mut Cursor<'_>) -> Result<(SectionKind, usize), ScanError> {
-    let hunks = scan_file_headers_and_hunks(cur)?;
-    Ok((SectionKind::Plain, hunks))
+fn scan_plain(cur: &mut Cursor<'_>) -> Result<Scanned, ScanError> {
+    let (hunks, at) = scan_file_headers_and_hunks(cur)?;
+    Ok((SectionKind::Plain, hunks, at))
 }
 
-/// `--- old`, `+++ new`, then one or more hunks.
-fn scan_file_headers_and_hunks(cur: &mut Cursor<'_>) -> Result<usize, ScanError> {
+/// `--- old`, `+++ new`, then one or more hunks; their number and where they start.
+fn scan_file_headers_and_hunks(cur: &mut Cursor<'_>) -> Result<(usize, usize), ScanError> {
     let minus_line = cur.line;
     cur.advance(); // `--- `
     match cur.peek() {
@@ -391,6 +474,7 @@ fn scan_file_headers_and_hunks(cur: &mut Cursor<'_>) -> Result<usize, ScanError>
             ))
         }
     }
+    let at = cur.pos;
     let hunks = scan_hunks(cur, "input")?;
     if hunks == 0 {
         let found = cur.peek().map_or("the end of the input".to_string(), show);
@@ -400,7 +484,7 @@ fn scan_file_headers_and_hunks(cur: &mut Cursor<'_>) -> Result<usize, ScanError>
             format!("expected a hunk header `@@ -a,b +c,d @@` after the `+++` line, found {found}"),
         ));
     }
-    Ok(hunks)
+    Ok((hunks, at))
 }
 
 fn is_binary_payload(l: &str) -> bool {
@@ -587,30 +671,37 @@ fn parse_hunk_header(l: &str) -> Result<HunkHeader, (usize, String)> {
             Err((*i, format!("expected {what} in the hunk header {SHAPE}")))
         }
     };
-    let num = |i: &mut usize, what: &str| -> Result<u32, (usize, String)> {
+    // `what` names the number (`the {side} {what}`). Messages are formatted only for
+    // an error: a diff has a header per hunk.
+    let num = |i: &mut usize, side: &str, what: &str| -> Result<u32, (usize, String)> {
         let start = *i;
         let mut v: u32 = 0;
         while let Some(d) = b.get(*i).filter(|d| d.is_ascii_digit()) {
             v = v
                 .checked_mul(10)
                 .and_then(|v| v.checked_add((d - b'0') as u32))
-                .ok_or((
-                    start,
-                    format!("expected a line number of at most {} in the hunk header", u32::MAX),
-                ))?;
+                .ok_or_else(|| {
+                    (
+                        start,
+                        format!("expected a line number of at most {} in the hunk header", u32::MAX),
+                    )
+                })?;
             *i += 1;
         }
         if *i == start {
-            return Err((start, format!("expected {what} (digits) in the hunk header {SHAPE}")));
+            return Err((
+                start,
+                format!("expected the {side} {what} (digits) in the hunk header {SHAPE}"),
+            ));
         }
         Ok(v)
     };
     let range = |i: &mut usize, side: &str| -> Result<(u32, u32), (usize, String)> {
         let at = *i;
-        let start = num(i, &format!("the {side} start line"))?;
+        let start = num(i, side, "start line")?;
         let len = if b.get(*i) == Some(&b',') {
             *i += 1;
-            num(i, &format!("the {side} line count"))?
+            num(i, side, "line count")?
         } else {
             1
         };
@@ -651,8 +742,11 @@ pub(super) fn guarded<T>(f: impl FnOnce() -> T + std::panic::UnwindSafe) -> Resu
     std::panic::catch_unwind(f).map_err(|_| "the diff parser failed on this input".to_string())
 }
 
+/// One file: diffy reads its headers (names, modes, renames, binary markers), and
+/// [`lines_of`] its hunks, which the scanner has checked.
 fn build_file(file: &str, text: &str, s: &Section) -> Result<FileChange, InputError> {
     let body = &text[s.start..s.end];
+    let headers = &text[s.start..s.hunks_at];
     let fail = |msg: String| InputError::new(Location::at(file, s.line, None), msg);
     if s.kind == SectionKind::PlainBinary {
         return plain_binary(body.trim_end()).map_err(fail);
@@ -664,7 +758,7 @@ fn build_file(file: &str, text: &str, s: &Section) -> Result<FileChange, InputEr
         diffy::patch_set::ParseOptions::unidiff()
     };
     let parsed = guarded(move || {
-        let mut set = diffy::patch_set::PatchSet::parse(body, opts);
+        let mut set = diffy::patch_set::PatchSet::parse(headers, opts);
         let first = set.next();
         let extra = set.next().is_some();
         (first, extra)
@@ -680,12 +774,11 @@ fn build_file(file: &str, text: &str, s: &Section) -> Result<FileChange, InputEr
         }
     };
     use diffy::patch_set::FileOperation as Op;
-    let hunks: &[diffy::Hunk<'_, str>] = fp.patch().as_text().map_or(&[], |p| p.hunks());
-    if hunks.len() != s.hunks {
+    // diffy is given the headers only: it must see no hunk.
+    let diffy_hunks = fp.patch().as_text().map_or(0, |p| p.hunks().len());
+    if diffy_hunks != 0 {
         return Err(fail(format!(
-            "internal parser disagreement ({} vs {} hunks); please report this input",
-            hunks.len(),
-            s.hunks
+            "internal parser disagreement ({diffy_hunks} hunks in the file's headers); please report this input"
         )));
     }
     let binary = fp.patch().is_binary();
@@ -695,7 +788,7 @@ fn build_file(file: &str, text: &str, s: &Section) -> Result<FileChange, InputEr
         (Op::Create(p), SectionKind::Git { prefixed }) => (FileStatus::Added, strip(p, "b/", *prefixed), None),
         (Op::Delete(p), SectionKind::Git { prefixed }) => (FileStatus::Deleted, strip(p, "a/", *prefixed), None),
         (Op::Modify { modified, .. }, SectionKind::Git { prefixed }) => {
-            let mode_only = hunks.is_empty()
+            let mode_only = s.hunks == 0
                 && !binary
                 && fp.old_mode().is_some()
                 && fp.new_mode().is_some()
@@ -720,7 +813,7 @@ fn build_file(file: &str, text: &str, s: &Section) -> Result<FileChange, InputEr
             "expected a file name in the headers of the file that starts here".into(),
         ));
     }
-    let (added, deletions, removed, context) = lines_of(hunks).map_err(fail)?;
+    let (added, deletions, removed, context) = lines_of(&text[s.hunks_at..s.end]).map_err(fail)?;
     Ok(FileChange {
         path,
         old_path,
@@ -735,14 +828,14 @@ fn build_file(file: &str, text: &str, s: &Section) -> Result<FileChange, InputEr
     })
 }
 
-fn strip(p: &str, prefix: &str, on: bool) -> String {
+pub(super) fn strip(p: &str, prefix: &str, on: bool) -> String {
     if on { p.strip_prefix(prefix).unwrap_or(p) } else { p }.to_string()
 }
 
 /// Repository paths from a plain diff's names: `a/x`/`b/x` lose their
 /// prefixes; `base/x`/`head/x` (as `diff -ru base head` writes) lose their
 /// first component; anything else is kept as written.
-fn plain_names(old: Option<&str>, new: Option<&str>) -> (String, String) {
+pub(super) fn plain_names(old: Option<&str>, new: Option<&str>) -> (String, String) {
     let a_ok = old.is_none_or(|o| o.starts_with("a/"));
     let b_ok = new.is_none_or(|n| n.starts_with("b/"));
     let tail = |p: &str| p.split_once('/').map(|(_, t)| t.to_string());
@@ -759,7 +852,7 @@ fn plain_names(old: Option<&str>, new: Option<&str>) -> (String, String) {
 }
 
 /// `Binary files X and Y differ` outside a git header (`diff -r`).
-fn plain_binary(l: &str) -> Result<FileChange, String> {
+pub(super) fn plain_binary(l: &str) -> Result<FileChange, String> {
     let expected = || {
         format!(
             "expected `Binary files <old> and <new> differ` with two names, found {}",
@@ -805,79 +898,145 @@ fn plain_binary(l: &str) -> Result<FileChange, String> {
     })
 }
 
-fn line_text(t: &str) -> String {
-    t.strip_suffix('\n').unwrap_or(t).trim_end_matches('\r').to_string()
+/// A hunk line's text: without its `\n` and any `\r` before it.
+fn line_text(t: &str) -> &str {
+    t.strip_suffix('\n').unwrap_or(t).trim_end_matches('\r')
 }
 
 fn to_u32(n: usize) -> Result<u32, String> {
     u32::try_from(n).map_err(|_| format!("expected line numbers of at most {}, found {n}", u32::MAX))
 }
 
-type FileLines = (Vec<AddedLine>, Vec<Deletion>, Vec<RemovedLine>, Vec<ContextLine>);
+pub(super) type FileLines = (Vec<AddedLine>, Vec<Deletion>, Vec<RemovedLine>, Vec<ContextLine>);
 
-/// Added lines, pure deletions, every removed line and the context lines of a file's hunks.
-pub(super) fn lines_of(hunks: &[diffy::Hunk<'_, str>]) -> Result<FileLines, String> {
-    use diffy::Line;
+/// Which side of a hunk a line is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Context,
+    Removed,
+    Added,
+}
+
+/// The lines of `text` with their `\n` (the last one may lack it).
+fn lines_with_ends(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = memchr::memchr(b'\n', rest.as_bytes()).map_or(rest.len(), |i| i + 1);
+        let (line, tail) = rest.split_at(end);
+        rest = tail;
+        Some(line)
+    })
+}
+
+/// Added lines, pure deletions, every removed line and the context lines of a file's
+/// hunks. `hunks` is the hunk text the scanner ([`scan_hunks`]) has checked: each hunk
+/// header followed by exactly the lines it announces and `\ No newline at end of
+/// file` markers (a line's text never keeps its line ending, so a marker changes
+/// nothing here). Anything else is reported as a disagreement with the scanner.
+///
+/// One pass, and the texts are read in place: each line's text is copied once, into
+/// the line the model keeps.
+pub(super) fn lines_of(hunks: &str) -> Result<FileLines, String> {
+    let disagreement = |what: &str| format!("internal parser disagreement ({what}); please report this input");
     let mut added = Vec::new();
     let mut deletions = Vec::new();
     let mut removed = Vec::new();
     let mut context = Vec::new();
-    for h in hunks {
+    // One hunk's lines, and each side's texts: buffers reused from hunk to hunk.
+    let mut lines: Vec<(Side, &str)> = Vec::new();
+    let mut old_texts: Vec<&str> = Vec::new();
+    let mut new_texts: Vec<&str> = Vec::new();
+    let (mut sides, mut old_scopes, mut new_scopes) = (SideReader::default(), Vec::new(), Vec::new());
+    let mut it = lines_with_ends(hunks).peekable();
+    while let Some(header_line) = it.next() {
+        let header_line = line_text(header_line);
+        let h = parse_hunk_header(header_line).map_err(|_| disagreement("a hunk header"))?;
+        // diffy's reading of the header's section text: what follows ` @@ `, if anything.
+        let function_context = header_line
+            .strip_prefix("@@ ")
+            .and_then(|r| r.split_once(" @@"))
+            .and_then(|(_, rest)| rest.strip_prefix(' '));
+        lines.clear();
+        old_texts.clear();
+        new_texts.clear();
+        while let Some(l) = it.next_if(|l| !l.starts_with("@@")) {
+            let (side, t) = match l.as_bytes()[0] {
+                b' ' => (Side::Context, &l[1..]),
+                b'\n' => (Side::Context, l),
+                b'-' => (Side::Removed, &l[1..]),
+                b'+' => (Side::Added, &l[1..]),
+                b'\\' => continue,
+                _ => return Err(disagreement("a hunk line")),
+            };
+            let t = line_text(t);
+            if side != Side::Added {
+                old_texts.push(t);
+            }
+            if side != Side::Removed {
+                new_texts.push(t);
+            }
+            lines.push((side, t));
+        }
+        if old_texts.len() != h.old_len as usize || new_texts.len() != h.new_len as usize {
+            return Err(disagreement("a hunk's line count"));
+        }
+        sides.read(&old_texts, function_context, &mut old_scopes);
+        sides.read(&new_texts, function_context, &mut new_scopes);
         // An empty range's start names the line before it (`@@ -15,2 +14,0 @@`).
-        let mut old = h.old_range().start() + usize::from(h.old_range().is_empty());
-        let mut new = h.new_range().start() + usize::from(h.new_range().is_empty());
-        let lines = h.lines();
-        let (old_scopes, new_scopes) = scopes_of_hunk(lines, h.function_context());
+        let mut old = h.old_start as usize + usize::from(h.old_len == 0);
+        let mut new = h.new_start as usize + usize::from(h.new_len == 0);
+        // Each line's index on its side.
+        let (mut oi, mut ni) = (0, 0);
         let mut i = 0;
         while i < lines.len() {
-            match lines[i] {
-                Line::Context(t) => {
+            let (side, t) = lines[i];
+            match side {
+                Side::Context => {
                     context.push(ContextLine {
                         old_line: to_u32(old)?,
                         line: to_u32(new)?,
-                        text: line_text(t),
+                        text: t.to_string(),
                     });
                     old += 1;
                     new += 1;
+                    oi += 1;
+                    ni += 1;
                     i += 1;
                 }
-                Line::Insert(t) => {
+                Side::Added => {
                     added.push(AddedLine {
                         line: to_u32(new)?,
-                        text: line_text(t),
-                        scope: new_scopes[i].clone(),
+                        text: t.to_string(),
+                        scope: std::mem::take(&mut new_scopes[ni]),
                     });
                     new += 1;
+                    ni += 1;
                     i += 1;
                 }
-                Line::Delete(_) => {
-                    let j = i + lines[i..].iter().take_while(|l| matches!(l, Line::Delete(_))).count();
-                    for (k, l) in lines[i..j].iter().enumerate() {
-                        if let Line::Delete(t) = l {
-                            removed.push(RemovedLine {
-                                line: to_u32(old + k)?,
-                                text: line_text(t),
-                                scope: old_scopes[i + k].clone(),
-                            });
-                        }
+                Side::Removed => {
+                    let j = i + lines[i..].iter().take_while(|l| l.0 == Side::Removed).count();
+                    for (k, &(_, t)) in lines[i..j].iter().enumerate() {
+                        removed.push(RemovedLine {
+                            line: to_u32(old + k)?,
+                            text: t.to_string(),
+                            scope: std::mem::take(&mut old_scopes[oi + k]),
+                        });
                     }
-                    let replaced = (i > 0 && matches!(lines[i - 1], Line::Insert(_)))
-                        || matches!(lines.get(j), Some(Line::Insert(_)));
+                    let replaced =
+                        (i > 0 && lines[i - 1].0 == Side::Added) || lines.get(j).is_some_and(|l| l.0 == Side::Added);
                     if !replaced {
-                        let text = lines[i..j]
-                            .iter()
-                            .map(|l| match l {
-                                Line::Delete(t) | Line::Context(t) | Line::Insert(t) => line_text(t),
-                            })
-                            .collect();
                         deletions.push(Deletion {
                             old_start: to_u32(old)?,
                             old_count: to_u32(j - i)?,
                             after: to_u32(new.saturating_sub(1))?,
-                            text,
+                            text: lines[i..j].iter().map(|&(_, t)| t.to_string()).collect(),
                         });
                     }
                     old += j - i;
+                    oi += j - i;
                     i = j;
                 }
             }
@@ -886,40 +1045,10 @@ pub(super) fn lines_of(hunks: &[diffy::Hunk<'_, str>]) -> Result<FileLines, Stri
     Ok((added, deletions, removed, context))
 }
 
-// ---------------------------------------------------------------------------
-// Scopes: which `def`/`class` a changed line is in, from the hunk alone.
-
-/// The scope of each line of a hunk, on its own side: `(old side, new side)`,
-/// both indexed like `lines` (an entry for a line not on that side is
-/// [`Scope::Unknown`]). See [`scopes_of_side`].
-fn scopes_of_hunk(lines: &[diffy::Line<'_, str>], header: Option<&str>) -> (Vec<Scope>, Vec<Scope>) {
-    use diffy::Line;
-    let side = |old_side: bool| {
-        let on_side = |l: &Line<'_, str>| match l {
-            Line::Context(_) => true,
-            Line::Delete(_) => old_side,
-            Line::Insert(_) => !old_side,
-        };
-        let idx: Vec<usize> = (0..lines.len()).filter(|&i| on_side(&lines[i])).collect();
-        let texts: Vec<String> = idx
-            .iter()
-            .map(|&i| match lines[i] {
-                Line::Context(t) | Line::Insert(t) | Line::Delete(t) => line_text(t),
-            })
-            .collect();
-        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let mut out = vec![Scope::Unknown; lines.len()];
-        for (k, scope) in scopes_of_side(&texts, header).into_iter().enumerate() {
-            out[idx[k]] = scope;
-        }
-        out
-    };
-    (side(true), side(false))
-}
-
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+    use crate::gate::patch::Scope;
     use proptest::prelude::*;
     use serde_json::Value;
     use std::path::PathBuf;

@@ -431,7 +431,7 @@ impl Before {
 struct RemovedIndex {
     all: Before,
     unknown: Before,
-    by_scope: HashMap<Vec<String>, Before>,
+    by_scope: HashMap<std::sync::Arc<[String]>, Before>,
     texts: HashSet<String>,
 }
 
