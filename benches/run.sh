@@ -6,8 +6,8 @@
 #   bash benches/run.sh [SCRATCH_DIR]        # default: a fresh mktemp -d, removed at the end
 #
 # Needs python3, /usr/bin/time (GNU time) and openssl; builds the release binaries first.
-# The last row's generator needs coverage.py (pip install coverage==7.17.5): set
-# COVERAGE_PYTHON to a python3 that has it (default: python3).
+# The last row's generator needs coverage.py 7.17.5: COVERAGE_PYTHON names a python3 that has
+# it (default: python3; when that lacks it, a venv in the scratch directory gets it from PyPI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPEAT="${REPEAT:-3}"
@@ -48,7 +48,9 @@ echo "| command | wall (median of $REPEAT) | peak RSS | runs (s) |"
 echo "| --- | --- | --- | --- |"
 row "flakegate check, 1 GB coverage.json, 20 files" "$json" \
     target/release/flakegate check --coverage "$json" --diff "$diff" --today 2026-11-20 --format json
-row "read_json alone (block scan)" "$json" target/release/examples/coverage_stream "$json" "$diff"
+row "read_json alone (mapped file)" "$json" target/release/examples/coverage_stream "$json" "$diff"
+row "read_json alone (block reader, as for a pipe)" "$json" \
+    env FLAKEGATE_BLOCK_READER=1 target/release/examples/coverage_stream "$json" "$diff"
 row "read_json_stream (previous reader)" "$json" \
     env FLAKEGATE_PREVIOUS_READER=1 target/release/examples/coverage_stream "$json" "$diff"
 row "seed logic in Python (json.load + sets)" "$json" python3 scripts/seed-baseline.py "$json" "$diff"
@@ -62,5 +64,14 @@ row "parse_patch, $(($(stat -c %s "$tdiff") / 1000000)) MB, 500,000-hunk diff" "
     target/release/examples/diff_parse "$tdiff"
 row "wc -l on that diff" "$tdiff" wc -l "$tdiff"
 covdb="$scratch/cov-1g.coverage" covdbdiff="$scratch/cov-1g-db.diff"
-[ -s "$covdb" ] || "${COVERAGE_PYTHON:-python3}" scripts/gen-coverage-db.py "$covdb" "$covdbdiff" >&2
+if [ ! -s "$covdb" ]; then
+    py="${COVERAGE_PYTHON:-python3}"
+    if ! "$py" -c 'import coverage' 2>/dev/null; then
+        # A fresh machine: coverage.py in a venv of the scratch directory's own.
+        python3 -m venv "$scratch/venv" >&2
+        "$scratch/venv/bin/pip" install --quiet coverage==7.17.5 >&2
+        py="$scratch/venv/bin/python"
+    fi
+    "$py" scripts/gen-coverage-db.py "$covdb" "$covdbdiff" >&2
+fi
 row "read_data_file, 1 GB .coverage, 20 files" "$covdb" target/release/examples/coverage_stream "$covdb" "$covdbdiff"
