@@ -5,6 +5,7 @@
 use crate::app_config::AppConfig;
 use crate::github::{AppCredentials, AppId, GithubApp};
 use crate::metrics::Metrics;
+use crate::runtime;
 use crate::server;
 use crate::store::{RetryPolicy, Store};
 use crate::worker::{Worker, WorkerConfig};
@@ -15,6 +16,11 @@ use std::sync::Arc;
 
 /// `flakegate serve`: configuration from the environment, the store, the GitHub client,
 /// the worker and the server.
+///
+/// The worker runs on a runtime of its own ([`runtime::background_runtime`]: on Linux its
+/// threads run at a lower priority) with its own connections to the store, so evaluations —
+/// gigabytes read on its blocking pool — never hold up `/healthz` and webhook
+/// acknowledgements, even with every core busy.
 pub fn run() -> anyhow::Result<i32> {
     init_logging(std::env::var("FLAKEGATE_LOG_FORMAT").ok().as_deref())?;
     let config = AppConfig::from_env(|k| std::env::var(k).ok())?;
@@ -22,18 +28,18 @@ pub fn run() -> anyhow::Result<i32> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(async {
-        let store = Store::open(config.database_url.expose_secret(), RetryPolicy::default())
-            .await
-            .context("opening the store (DATABASE_URL)")?;
+    let background = runtime::background_runtime("flakegate-worker").context("starting the worker's runtime")?;
+    // One set of counters for the server, the worker and the GitHub client (`/metrics`).
+    let metrics = Arc::new(Metrics::default());
+    // Built on its runtime: the store's connections (and SQLite's threads) and the GitHub
+    // client's tasks belong to it.
+    let worker = background.block_on(async {
+        let store = open_store(&config).await?;
         let credentials = AppCredentials::from_pem(AppId(config.app_id), config.private_key.expose_secret().as_bytes())
             .context("FLAKEGATE_PRIVATE_KEY")?;
-        // One set of counters for the server, the worker and the GitHub client (`/metrics`).
-        let metrics = Arc::new(Metrics::default());
         let github = GithubApp::new(&config.github_api_url, credentials)
             .context("FLAKEGATE_GITHUB_API_URL")?
             .with_metrics(metrics.clone());
-        let store = Arc::new(store);
         // Several instances share one PostgreSQL queue: a job whose instance stops renewing
         // its lease (killed, partitioned) is taken over after `job_lease`; the heartbeat
         // renews it every quarter of that while the job runs.
@@ -43,11 +49,22 @@ pub fn run() -> anyhow::Result<i32> {
             sweep_interval: config.sweep_interval,
             ..WorkerConfig::default()
         };
-        let worker =
-            Worker::new(store.clone(), github, worker_config, Arc::new(Utc::now)).with_metrics(metrics.clone());
-        server::serve(&config, store, metrics, Some(worker.into_task())).await
+        anyhow::Ok(
+            Worker::new(Arc::new(store), github, worker_config, Arc::new(Utc::now)).with_metrics(metrics.clone()),
+        )
+    })?;
+    runtime.block_on(async {
+        let store = Arc::new(open_store(&config).await?);
+        let worker = runtime::on_runtime(background.handle().clone(), worker.into_task());
+        server::serve(&config, store, metrics, Some(worker)).await
     })?;
     Ok(0)
+}
+
+async fn open_store(config: &AppConfig) -> anyhow::Result<Store> {
+    Store::open(config.database_url.expose_secret(), RetryPolicy::default())
+        .await
+        .context("opening the store (DATABASE_URL)")
 }
 
 /// Logs on stderr, filtered by `RUST_LOG` (default `info`): human text by default, or with

@@ -369,7 +369,7 @@ impl App {
 }
 
 /// `url` (`postgres://…/db?params`) naming database `name` instead.
-fn with_database(url: &str, name: &str) -> String {
+pub fn with_database(url: &str, name: &str) -> String {
     let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
     let authority_end = base.find("://").map_or(0, |i| i + 3);
     let path = base[authority_end..]

@@ -39,8 +39,29 @@ impl ServeProcess {
         secret: &str,
         extra: &[(&str, &str)],
     ) -> ServeProcess {
+        Self::start_binary(
+            std::path::Path::new(env!("CARGO_BIN_EXE_flakegate")),
+            name,
+            fake,
+            database_url,
+            secret,
+            extra,
+        )
+        .await
+    }
+
+    /// [`start`](Self::start) with another build of the binary (`benches/app_load.rs` measures
+    /// an earlier one beside this one).
+    pub async fn start_binary(
+        binary: &std::path::Path,
+        name: &str,
+        fake: &FakeGithub,
+        database_url: &str,
+        secret: &str,
+        extra: &[(&str, &str)],
+    ) -> ServeProcess {
         let scratch = tempfile::tempdir().unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_flakegate"));
+        let mut cmd = Command::new(binary);
         cmd.arg("serve")
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
