@@ -105,6 +105,13 @@ impl AppConfig {
         if crate::store::Backend::of_url(&database_url).is_none() {
             return Err(invalid("DATABASE_URL", "expected a sqlite: or postgres:// URL"));
         }
+        // The server and the worker open the store apart (each on its own runtime): an
+        // in-memory SQLite database would be two databases, and no job would ever run.
+        if database_url.starts_with("sqlite:")
+            && (database_url.contains(":memory:") || database_url.contains("mode=memory"))
+        {
+            return Err(invalid("DATABASE_URL", "an in-memory SQLite database is not shared by the server and the worker: give a file (sqlite://flakegate.db?mode=rwc)"));
+        }
 
         let listen = match (get("FLAKEGATE_LISTEN"), get("PORT")) {
             (Some(addr), _) => addr.parse().map_err(|_| {
@@ -317,6 +324,8 @@ mod tests {
         for (var, value) in [
             ("FLAKEGATE_GITHUB_API_URL", "api.github.com"),
             ("DATABASE_URL", "mysql://x"),
+            ("DATABASE_URL", "sqlite::memory:"),
+            ("DATABASE_URL", "sqlite://x.db?mode=memory&cache=shared"),
             ("FLAKEGATE_LISTEN", "3000"),
             ("PORT", "http"),
         ] {
