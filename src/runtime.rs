@@ -36,8 +36,11 @@ impl Shutdown {
 /// root in `cli::serve` builds it, the server only runs it until shutdown).
 pub type Task = Box<dyn FnOnce(Shutdown) -> Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send>> + Send>;
 
-/// How much lower than the server's the background runtime's threads run (Linux nice).
-pub const BACKGROUND_NICE: i32 = 10;
+/// How much lower than the server's the background runtime's threads run (Linux nice; capped
+/// at 19, the lowest). The lowest: with +10, two evaluations on two cores still put `/healthz`
+/// p99 at 5–6 ms in `scripts/app-load.sh` on a quiet machine; at +19 it was 3–5 ms
+/// (docs/performance.md, "The App under load"). The evaluations lose nothing on an idle machine.
+pub const BACKGROUND_NICE: i32 = 19;
 
 /// A runtime for the job worker, apart from the one answering HTTP. An evaluation reads
 /// gigabytes on its runtime's blocking pool (inflating, parsing, hashing on a second thread)
