@@ -288,51 +288,74 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
         let fc = per_id.entry(file_id).or_default();
         let mut rows_read = RowBudget(MAX_ROWS_PER_FILE);
         let mut ran: Vec<u8> = Vec::new();
-        // Line mode: one numbits blob per (file, context).
-        let mut after = i64::MIN;
+        // Line mode: one numbits blob per (file, context). While one page is decoded here,
+        // SQLite (on sqlx's worker thread) already reads the next: the next page starts
+        // after this one's last context id, the last of its list (pages are in
+        // `context_id` order), so the two threads work at once instead of in turn.
+        let mut page = line_bits_page(&mut *conn, file_id, i64::MIN)
+            .await
+            .with_context(|| format!("{name}: cannot read line_bits"))?;
         loop {
-            let (count, ids, contexts, bits): (i64, Option<String>, Vec<u8>, Option<String>) =
-                sqlx::query_as(LINE_BITS_QUERY)
-                    .bind(file_id)
-                    .bind(after)
-                    .bind(PAGE)
-                    .bind(MAX_CONTEXT)
-                    .bind(MAX_NUMBITS)
-                    .fetch_one(&mut *conn)
-                    .await
-                    .with_context(|| format!("{name}: cannot read line_bits"))?;
-            let contexts: Vec<Cell<'_>> =
-                serde_json::from_slice(&contexts).with_context(|| format!("{name}: context.context is not text"))?;
-            let ids = split_list(ids.as_deref(), count, contexts.len(), name, "line_bits")?;
-            let bits = split_list(bits.as_deref(), count, contexts.len(), name, "line_bits")?;
-            for ((id, context), hex_bits) in ids.zip(contexts).zip(bits) {
-                let context_id: i64 = id
-                    .parse()
-                    .with_context(|| format!("{name}: line_bits.context_id is not an integer"))?;
-                after = after.max(context_id);
-                rows_read.take(name, repo)?;
-                let context = context.into_name(name, context_id)?;
-                match hex_bits {
+            let last_id = page
+                .1
+                .as_deref()
+                .and_then(|l| l.rsplit(',').next()?.parse::<i64>().ok());
+            let full = page.0 == PAGE;
+            let mut decode = |(count, ids, contexts, bits): LineBitsPage| -> anyhow::Result<i64> {
+                let mut after = i64::MIN;
+                let contexts: Vec<Cell<'_>> = serde_json::from_slice(&contexts)
+                    .with_context(|| format!("{name}: context.context is not text"))?;
+                let ids = split_list(ids.as_deref(), count, contexts.len(), name, "line_bits")?;
+                let bits = split_list(bits.as_deref(), count, contexts.len(), name, "line_bits")?;
+                for ((id, context), hex_bits) in ids.zip(contexts).zip(bits) {
+                    let context_id: i64 = id
+                        .parse()
+                        .with_context(|| format!("{name}: line_bits.context_id is not an integer"))?;
+                    after = after.max(context_id);
+                    rows_read.take(name, repo)?;
+                    let context = context.into_name(name, context_id)?;
+                    match hex_bits {
                     "-" => bail!(
                         "{name}: line_bits of {repo}, context {context_id}: numbits missing or longer than {MAX_NUMBITS} bytes"
                     ),
                     "x" => bail!("{name}: line_bits.numbits is not a blob"),
                     _ => {}
                 }
-                decode_hex(hex_bits, &mut numbits)
-                    .with_context(|| format!("{name}: line_bits.numbits is not a blob"))?;
-                // Which lines ran: the OR of the file's bitmaps, decoded once below.
-                if ran.len() < numbits.len() {
-                    ran.resize(numbits.len(), 0);
+                    decode_hex(hex_bits, &mut numbits)
+                        .with_context(|| format!("{name}: line_bits.numbits is not a blob"))?;
+                    // Which lines ran: the OR of the file's bitmaps, decoded once below.
+                    if ran.len() < numbits.len() {
+                        ran.resize(numbits.len(), 0);
+                    }
+                    for (r, b) in ran.iter_mut().zip(&numbits) {
+                        *r |= b;
+                    }
+                    ctx.record_numbits(repo, fc, &numbits, &context);
                 }
-                for (r, b) in ran.iter_mut().zip(&numbits) {
-                    *r |= b;
+                Ok(after)
+            };
+            let next = match (full, last_id) {
+                (false, _) => {
+                    decode(page)?;
+                    break;
                 }
-                ctx.record_numbits(repo, fc, &numbits, &context);
-            }
-            if count < PAGE {
-                break;
-            }
+                // `futures_util::future::join` polls the query first (which sends it to the
+                // worker), then decodes this page; an error of this page's still comes first.
+                (true, Some(last)) => {
+                    let (next, decoded) =
+                        futures_util::future::join(line_bits_page(&mut *conn, file_id, last), async { decode(page) })
+                            .await;
+                    decoded?;
+                    next
+                }
+                // No readable last id (the join to `context` by rowid makes every id an
+                // integer, so this is defensive): the decoding says why, or gives the key.
+                (true, None) => {
+                    let after = decode(page)?;
+                    line_bits_page(&mut *conn, file_id, after).await
+                }
+            };
+            page = next.with_context(|| format!("{name}: cannot read line_bits"))?;
         }
         fc.executed.extend(decode_numbits(&ran).into_iter().filter(|&l| l > 0));
         // Branch mode: the lines are the positive ends of the arcs
@@ -425,6 +448,22 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
 /// Refuse a database whose schema is not coverage.py's: views, triggers, virtual
 /// tables, and any table flakegate reads whose columns are not exactly coverage.py's
 /// (`PRAGMA table_xinfo` also lists generated and hidden columns).
+/// A page of `line_bits` ([`LINE_BITS_QUERY`]): the row count, the context ids, the context
+/// names (JSON array) and the bitmaps in hex.
+type LineBitsPage = (i64, Option<String>, Vec<u8>, Option<String>);
+
+/// The page of `file_id`'s `line_bits` rows after context id `after`.
+async fn line_bits_page(conn: &mut SqliteConnection, file_id: i64, after: i64) -> sqlx::Result<LineBitsPage> {
+    sqlx::query_as(LINE_BITS_QUERY)
+        .bind(file_id)
+        .bind(after)
+        .bind(PAGE)
+        .bind(MAX_CONTEXT)
+        .bind(MAX_NUMBITS)
+        .fetch_one(conn)
+        .await
+}
+
 async fn refuse_foreign_schema(conn: &mut SqliteConnection, name: &str) -> anyhow::Result<()> {
     let objects: Vec<(String, String, Option<String>)> = sqlx::query_as(OBJECTS_QUERY)
         .fetch_all(&mut *conn)
@@ -1134,6 +1173,26 @@ mod tests {
                 "arc.tono is not an integer",
             ),
         ];
+        // A full page of line_bits (the next one is being read while it is decoded) with a
+        // bad value in it.
+        let page_of = |bad: &str| {
+            let mut rows = String::from(cart);
+            for i in 1..PAGE {
+                rows.push_str(&format!(
+                    "INSERT INTO context VALUES ({i}, 'tests/t.py::test_{i}|run'); INSERT INTO line_bits VALUES (1, {i}, X'02');"
+                ));
+            }
+            rows + bad
+        };
+        let cases = cases.into_iter().chain([
+            (
+                "integer_numbits_in_a_full_page",
+                page_of(&format!(
+                    "INSERT INTO context VALUES ({PAGE}, 'tests/t.py::test_last|run'); INSERT INTO line_bits VALUES (1, {PAGE}, 7);"
+                )),
+                "line_bits.numbits is not a blob",
+            ),
+        ]);
         for (file, rows, expected) in cases {
             let p = tmp.path().join(format!("{file}.coverage"));
             make_db(
