@@ -288,10 +288,42 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
         let fc = per_id.entry(file_id).or_default();
         let mut rows_read = RowBudget(MAX_ROWS_PER_FILE);
         let mut ran: Vec<u8> = Vec::new();
-        // Line mode: one numbits blob per (file, context). While one page is decoded here,
-        // SQLite (on sqlx's worker thread) already reads the next: the next page starts
-        // after this one's last context id, the last of its list (pages are in
-        // `context_id` order), so the two threads work at once instead of in turn.
+        // Line mode: one numbits blob per (file, context).
+        let mut decode = |(count, ids, contexts, bits): LineBitsPage| -> anyhow::Result<()> {
+            let contexts: Vec<Cell<'_>> =
+                serde_json::from_slice(&contexts).with_context(|| format!("{name}: context.context is not text"))?;
+            let ids = split_list(ids.as_deref(), count, contexts.len(), name, "line_bits")?;
+            let bits = split_list(bits.as_deref(), count, contexts.len(), name, "line_bits")?;
+            for ((id, context), hex_bits) in ids.zip(contexts).zip(bits) {
+                let context_id: i64 = id
+                    .parse()
+                    .with_context(|| format!("{name}: line_bits.context_id is not an integer"))?;
+                rows_read.take(name, repo)?;
+                let context = context.into_name(name, context_id)?;
+                match hex_bits {
+                    "-" => bail!(
+                        "{name}: line_bits of {repo}, context {context_id}: numbits missing or longer than {MAX_NUMBITS} bytes"
+                    ),
+                    "x" => bail!("{name}: line_bits.numbits is not a blob"),
+                    _ => {}
+                }
+                decode_hex(hex_bits, &mut numbits)
+                    .with_context(|| format!("{name}: line_bits.numbits is not a blob"))?;
+                // Which lines ran: the OR of the file's bitmaps, decoded once below.
+                if ran.len() < numbits.len() {
+                    ran.resize(numbits.len(), 0);
+                }
+                for (r, b) in ran.iter_mut().zip(&numbits) {
+                    *r |= b;
+                }
+                ctx.record_numbits(repo, fc, &numbits, &context);
+            }
+            Ok(())
+        };
+        // While one page is decoded, SQLite (on sqlx's worker thread) already reads the
+        // next, so the two threads work at once instead of in turn. The next page starts
+        // after this one's last context id, the last of its list (pages are in `context_id`
+        // order); a full page whose last id does not parse fails to decode on that id.
         let mut page = line_bits_page(&mut *conn, file_id, i64::MIN)
             .await
             .with_context(|| format!("{name}: cannot read line_bits"))?;
@@ -300,61 +332,15 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
                 .1
                 .as_deref()
                 .and_then(|l| l.rsplit(',').next()?.parse::<i64>().ok());
-            let full = page.0 == PAGE;
-            let mut decode = |(count, ids, contexts, bits): LineBitsPage| -> anyhow::Result<i64> {
-                let mut after = i64::MIN;
-                let contexts: Vec<Cell<'_>> = serde_json::from_slice(&contexts)
-                    .with_context(|| format!("{name}: context.context is not text"))?;
-                let ids = split_list(ids.as_deref(), count, contexts.len(), name, "line_bits")?;
-                let bits = split_list(bits.as_deref(), count, contexts.len(), name, "line_bits")?;
-                for ((id, context), hex_bits) in ids.zip(contexts).zip(bits) {
-                    let context_id: i64 = id
-                        .parse()
-                        .with_context(|| format!("{name}: line_bits.context_id is not an integer"))?;
-                    after = after.max(context_id);
-                    rows_read.take(name, repo)?;
-                    let context = context.into_name(name, context_id)?;
-                    match hex_bits {
-                    "-" => bail!(
-                        "{name}: line_bits of {repo}, context {context_id}: numbits missing or longer than {MAX_NUMBITS} bytes"
-                    ),
-                    "x" => bail!("{name}: line_bits.numbits is not a blob"),
-                    _ => {}
-                }
-                    decode_hex(hex_bits, &mut numbits)
-                        .with_context(|| format!("{name}: line_bits.numbits is not a blob"))?;
-                    // Which lines ran: the OR of the file's bitmaps, decoded once below.
-                    if ran.len() < numbits.len() {
-                        ran.resize(numbits.len(), 0);
-                    }
-                    for (r, b) in ran.iter_mut().zip(&numbits) {
-                        *r |= b;
-                    }
-                    ctx.record_numbits(repo, fc, &numbits, &context);
-                }
-                Ok(after)
+            let Some(last) = last_id.filter(|_| page.0 == PAGE) else {
+                decode(page)?;
+                break;
             };
-            let next = match (full, last_id) {
-                (false, _) => {
-                    decode(page)?;
-                    break;
-                }
-                // `futures_util::future::join` polls the query first (which sends it to the
-                // worker), then decodes this page; an error of this page's still comes first.
-                (true, Some(last)) => {
-                    let (next, decoded) =
-                        futures_util::future::join(line_bits_page(&mut *conn, file_id, last), async { decode(page) })
-                            .await;
-                    decoded?;
-                    next
-                }
-                // No readable last id (the join to `context` by rowid makes every id an
-                // integer, so this is defensive): the decoding says why, or gives the key.
-                (true, None) => {
-                    let after = decode(page)?;
-                    line_bits_page(&mut *conn, file_id, after).await
-                }
-            };
+            // `join` polls the query first (which sends it to the worker), then decodes this
+            // page; an error of this page's still comes first.
+            let (next, decoded) =
+                futures_util::future::join(line_bits_page(&mut *conn, file_id, last), async { decode(page) }).await;
+            decoded?;
             page = next.with_context(|| format!("{name}: cannot read line_bits"))?;
         }
         fc.executed.extend(decode_numbits(&ran).into_iter().filter(|&l| l > 0));
