@@ -1,7 +1,7 @@
 //! Benchmark harness for the coverage readers: `evidence::read_json_mapped` (the
 //! mapped file scanned by `gate::coverage::json::read_json_slice`, as `flakegate check`
 //! reads it, without the hash), `read_json` (blocks) or `read_json_stream` (the previous
-//! reader) by environment variable, and, for a coverage.py data file, `evidence::coverage_db::read_data_file_blocking`.
+//! reader) by environment variable, and, for a coverage.py data file, `evidence::coverage_db::read_data_file`.
 //!
 //! ```text
 //! cargo run --release --example coverage_stream -- COVERAGE_JSON|.coverage DIFF
@@ -10,7 +10,7 @@
 //! Reads the file names of DIFF (its `+++ b/…` lines), reads the coverage
 //! with a `PathMatcher` over them, and prints what it kept. See docs/performance.md.
 
-use flakegate::evidence::coverage_db::read_data_file_blocking;
+use flakegate::evidence::coverage_db::read_data_file;
 use flakegate::evidence::read_json_mapped;
 use flakegate::gate::coverage::json::{read_json, read_json_stream};
 use flakegate::gate::coverage::{KeepLines, PathMatcher};
@@ -58,7 +58,7 @@ fn main() {
     let mut magic = [0u8; 16];
     let sqlite = std::io::Read::read_exact(&mut f, &mut magic).is_ok() && &magic == b"SQLite format 3\0";
     let read = if sqlite {
-        read_data_file_blocking(std::path::Path::new(json), &matcher).map_err(|e| format!("{e:#}"))
+        read_data_file(std::path::Path::new(json), &matcher).map_err(|e| format!("{e:#}"))
     } else {
         let f = std::fs::File::open(json).expect("open the coverage file");
         // FLAKEGATE_PREVIOUS_READER=1: the reader before issue 12 (serde_json's reader path);

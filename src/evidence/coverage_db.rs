@@ -1,12 +1,12 @@
-//! The coverage.py data file (`.coverage`, SQLite), read directly with sqlx.
+//! The coverage.py data file (`.coverage`, SQLite), read directly with rusqlite.
 //!
-//! Only the patch's files are queried: every `file.path` is loaded (cheap) to
+//! Only the patch's files are queried: every `file.path` is read (cheap) to
 //! count the measured files and pick the ones [`PathMatcher`] maps, then
 //! `line_bits` (line mode) and `arc` (branch mode) rows are read for those file
-//! ids only, joined to `context`, a page at a time; SQLite returns each page as one
-//! aggregated row (see `PAGE`), because sqlx hands every result row across threads.
-//! The file is opened read-only and `immutable`, so SQLite takes no lock and never
-//! writes a journal next to the user's file.
+//! ids only, along coverage.py's unique indexes, joined to `context` by rowid. Rows
+//! are stepped one at a time and borrowed in place, so memory stays bounded by a row
+//! whatever the file's size. The file is opened read-only and `immutable`, so SQLite
+//! takes no lock and never writes a journal next to the user's file.
 //!
 //! Schema (coverage.py 5.0–7.x, `coverage_schema.version` 7): `meta(key,
 //! value)` with `version` and `has_arcs`, `file(id, path)`, `context(id,
@@ -20,11 +20,9 @@
 use crate::gate::coverage::{
     decode_numbits, insert_file, ContextCollector, Coverage, CoverageFormat, FileCoverage, PathMatcher,
 };
-use anyhow::{anyhow, bail, Context as _};
-use serde::Deserialize;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
-use sqlx::{Connection, Row};
-use std::borrow::Cow;
+use anyhow::{bail, Context as _};
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags, Row};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -33,23 +31,11 @@ pub const SCHEMA_VERSION: i64 = 7;
 
 const TABLES: [&str; 6] = ["coverage_schema", "meta", "file", "context", "line_bits", "arc"];
 
-/// Rows per page of `line_bits` and `arc`. A page comes back as one row (see
-/// [`LINE_BITS_QUERY`]), so it must stay under SQLite's 1,000,000,000-byte string
-/// limit in the worst case: 256 × (a 2 MiB hex `numbits` + a 64 Ki-character name
-/// escaped in JSON) is about 600 MB. Real rows are a few hundred bytes.
-const PAGE: i64 = 256;
-/// `file` rows per page (a path is at most 4096 characters, 24 KiB in JSON).
-const FILE_PAGE: i64 = 1024;
-
-// Each page is aggregated by SQLite into ONE row: `group_concat` of the ids and hex
-// bitmaps, `json_group_array` of the names (text needs escaping). sqlx's SQLite driver
-// hands every row from its worker thread to the caller through a channel, waking the
-// caller each time; at ~27,000 `line_bits` rows for 20 changed files that hand-off,
-// not SQLite, was most of the read (docs/performance.md). The aggregates read the
-// rows of the LIMITed subquery in its order, so the i-th element of every list is the
-// same row's. Every element is non-NULL (`group_concat` skips NULLs): a value that
-// does not fit is `x` (wrong type) or `-` (missing or too long) in the lists, `0` or
-// `null` in the JSON arrays, and reported with the same error as before.
+// Every value is read as SQLite stored it (`ValueRef`) and its type checked here, so a
+// value of the wrong type is the reader's error, never a silent conversion. Values that
+// may be long (paths, context names, bitmaps) are selected only when their `length()`
+// is within the reader's cap: SQLite gets a blob's or a string's length from the
+// record header without loading it, so an oversized value is refused unread.
 
 /// The tables of the database (`sqlite_master`: the schema, a few rows).
 const TABLES_QUERY: &str = "SELECT name FROM sqlite_master WHERE type = 'table'";
@@ -61,36 +47,26 @@ const COLUMNS_QUERY: &str = "SELECT name, hidden FROM pragma_table_xinfo(?1)";
 const VERSION_QUERY: &str = "SELECT version FROM coverage_schema";
 /// Along `meta`'s unique index on `key`.
 const META_VERSION_QUERY: &str = "SELECT value FROM meta WHERE key = 'version'";
-/// A page of measured files along the rowid (one row per source file: the only table
-/// read whole, to count the files and map absolute paths by suffix): the row count,
-/// the last id, the ids, and the paths as a JSON array (`null`: missing or longer
-/// than ?1; `0`: not text).
-const FILES_QUERY: &str = "SELECT count(*), max(id), group_concat(id, ','), \
-     json_group_array(CASE WHEN length(path) <= ?1 THEN iif(typeof(path) = 'text', path, 0) END) \
-     FROM (SELECT id, path FROM file WHERE id > ?2 ORDER BY id LIMIT ?3)";
-/// A page of one file's `line_bits`, along the `(file_id, context_id)` unique index,
-/// joined to `context` by rowid: the row count, the context ids, the context names
-/// (JSON array) and the bitmaps in hex.
-const LINE_BITS_QUERY: &str = "SELECT count(*), group_concat(iif(typeof(cid) = 'integer', cid, 'x'), ','), \
-     json_group_array(CASE WHEN length(ctx) <= ?4 THEN iif(typeof(ctx) = 'text', ctx, 0) END), \
-     group_concat(CASE WHEN length(nb) <= ?5 THEN iif(typeof(nb) IN ('blob', 'text'), hex(nb), 'x') ELSE '-' END, ',') \
-     FROM (SELECT lb.context_id AS cid, c.context AS ctx, lb.numbits AS nb \
-     FROM line_bits lb JOIN context c ON c.id = lb.context_id \
-     WHERE lb.file_id = ?1 AND lb.context_id > ?2 ORDER BY lb.context_id LIMIT ?3)";
-/// A page of one file's `arc` rows, along the `(file_id, context_id, fromno, tono)` unique
-/// index, joined to `context` by rowid: the row count, `context_id fromno tono` of each
-/// row, and the context names (JSON array).
-const ARC_QUERY: &str = "SELECT count(*), group_concat(iif(typeof(cid) = 'integer', cid, 'x') || ' ' || \
-     iif(typeof(f) = 'integer', f, 'x') || ' ' || iif(typeof(t) = 'integer', t, 'x'), ','), \
-     json_group_array(CASE WHEN length(ctx) <= ?6 THEN iif(typeof(ctx) = 'text', ctx, 0) END) \
-     FROM (SELECT a.context_id AS cid, c.context AS ctx, a.fromno AS f, a.tono AS t \
-     FROM arc a JOIN context c ON c.id = a.context_id \
-     WHERE a.file_id = ?1 AND (a.context_id, a.fromno, a.tono) > (?2, ?3, ?4) \
-     ORDER BY a.context_id, a.fromno, a.tono LIMIT ?5)";
-/// A page of test-context candidates, along the `context` table's rowid (it stops at
-/// the first test context).
-const CONTEXT_QUERY: &str = "SELECT id, context FROM context WHERE id > ?1 AND length(context) <= ?3 \
-     AND instr(context, '::') > 0 AND instr(context, '|') > 0 ORDER BY id LIMIT ?2";
+/// Every measured file, along the rowid (one row per source file: the only table read
+/// whole, to count the files and map absolute paths by suffix); a path longer than ?1
+/// comes back NULL.
+const FILES_QUERY: &str = "SELECT id, iif(length(path) <= ?1, path, NULL) FROM file ORDER BY id";
+/// One file's `line_bits` rows, along the `(file_id, context_id)` unique index, with
+/// each row's context name (a `LEFT JOIN` by rowid: a row whose context is missing is
+/// an error, not dropped) and bitmap.
+const LINE_BITS_QUERY: &str = "SELECT lb.context_id, c.id, iif(length(c.context) <= ?2, c.context, NULL), \
+     iif(length(lb.numbits) <= ?3, lb.numbits, NULL) \
+     FROM line_bits lb LEFT JOIN context c ON c.id = lb.context_id \
+     WHERE lb.file_id = ?1 ORDER BY lb.context_id";
+/// One file's `arc` rows, along the `(file_id, context_id, fromno, tono)` unique index,
+/// with each row's context name.
+const ARC_QUERY: &str = "SELECT a.context_id, c.id, iif(length(c.context) <= ?2, c.context, NULL), a.fromno, a.tono \
+     FROM arc a LEFT JOIN context c ON c.id = a.context_id \
+     WHERE a.file_id = ?1 ORDER BY a.context_id, a.fromno, a.tono";
+/// Test-context candidates along the `context` table's rowid (the reader stops at the
+/// first test context).
+const CONTEXT_QUERY: &str = "SELECT id, context FROM context WHERE length(context) <= ?1 \
+     AND instr(context, '::') > 0 AND instr(context, '|') > 0 ORDER BY id";
 
 /// Every query the reader issues, with its number of parameters: the test
 /// `every_query_searches_the_big_tables_by_index` shows SQLite's plan for each.
@@ -101,10 +77,10 @@ const QUERIES: [(&str, &str, usize); 9] = [
     ("columns", COLUMNS_QUERY, 1),
     ("version", VERSION_QUERY, 0),
     ("meta version", META_VERSION_QUERY, 0),
-    ("files", FILES_QUERY, 3),
-    ("line_bits", LINE_BITS_QUERY, 5),
-    ("arc", ARC_QUERY, 6),
-    ("context", CONTEXT_QUERY, 3),
+    ("files", FILES_QUERY, 1),
+    ("line_bits", LINE_BITS_QUERY, 3),
+    ("arc", ARC_QUERY, 2),
+    ("context", CONTEXT_QUERY, 1),
 ];
 
 /// The columns of each table flakegate reads, as coverage.py creates them. Anything
@@ -134,35 +110,10 @@ const MAX_FILES: usize = 1_000_000;
 /// (test, line) facts is more than any real suite records for one module.
 const MAX_ROWS_PER_FILE: usize = 20_000_000;
 
-/// Read a `.coverage` data file, materialising only the files `matcher` maps.
-pub async fn read_data_file(path: &Path, matcher: &PathMatcher) -> anyhow::Result<Coverage> {
-    // Every error names the file (and says what was expected).
-    read(path, matcher).await
-}
-
-/// [`read_data_file`] for synchronous callers: runs it on a current-thread
-/// tokio runtime. Called from inside a tokio runtime, it runs on a separate
-/// thread instead of panicking (async callers should use `read_data_file`).
-pub fn read_data_file_blocking(path: &Path, matcher: &PathMatcher) -> anyhow::Result<Coverage> {
-    fn run(path: &Path, matcher: &PathMatcher) -> anyhow::Result<Coverage> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("cannot start a tokio runtime to read the coverage data file")?;
-        rt.block_on(read_data_file(path, matcher))
-    }
-    if tokio::runtime::Handle::try_current().is_ok() {
-        std::thread::scope(|s| {
-            s.spawn(|| run(path, matcher))
-                .join()
-                .unwrap_or_else(|_| Err(anyhow!("the coverage data file reader panicked")))
-        })
-    } else {
-        run(path, matcher)
-    }
-}
-
-async fn read(path: &Path, matcher: &PathMatcher) -> anyhow::Result<Coverage> {
+/// Read a `.coverage` data file, materialising only the files `matcher` maps. Every
+/// error names the file and says what was expected. Synchronous (SQLite reads the file
+/// with `pread`): async callers run it where blocking is allowed.
+pub fn read_data_file(path: &Path, matcher: &PathMatcher) -> anyhow::Result<Coverage> {
     let name = path.display().to_string();
     if !path.is_file() {
         bail!("{name}: no such file");
@@ -180,32 +131,47 @@ async fn read(path: &Path, matcher: &PathMatcher) -> anyhow::Result<Coverage> {
             );
         }
     }
-
-    let options = SqliteConnectOptions::new()
-        .filename(path)
-        .read_only(true)
-        .immutable(true)
-        .create_if_missing(false)
-        .foreign_keys(false)
-        // Functions in the schema (views, triggers, generated columns, defaults) do
-        // not run; such a schema is refused anyway (`refuse_foreign_schema`).
-        .pragma("trusted_schema", "OFF");
-    let mut conn = SqliteConnection::connect_with(&options)
-        .await
-        .with_context(|| format!("{name}: cannot open as SQLite (read-only)"))?;
-    let result = read_conn(&mut conn, &name, matcher).await;
-    let _ = conn.close().await;
-    result
+    let conn = open(path).with_context(|| format!("{name}: cannot open as SQLite (read-only)"))?;
+    read_conn(&conn, path, &name, matcher)
 }
 
-async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatcher) -> anyhow::Result<Coverage> {
+/// Open `path` read-only and `immutable` (no lock, no journal, no `-wal`/`-shm` next to
+/// it), with `foreign_keys` and `trusted_schema` off: functions in a schema (views,
+/// triggers, generated columns, defaults) do not run, and such a schema is refused
+/// anyway (`refuse_foreign_schema`).
+fn open(path: &Path) -> rusqlite::Result<Connection> {
+    // `immutable` is a URI parameter: the path is percent-encoded into a `file:` URI
+    // (every byte but ASCII letters and digits, as sqlx does), so no `?`, `#` or `%` in
+    // a file name is read as URI syntax.
+    let encoded =
+        percent_encoding::percent_encode(path.as_os_str().as_encoded_bytes(), percent_encoding::NON_ALPHANUMERIC);
+    let uri = format!("file:{encoded}?immutable=1");
+    let conn = Connection::open_with_flags(
+        uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.execute_batch("PRAGMA foreign_keys = OFF; PRAGMA trusted_schema = OFF;")?;
+    // Pages are read through a memory map of the file, not `pread` into pages SQLite
+    // allocates: no copy, and no allocation under SQLite's global page-memory mutex,
+    // which readers on several threads contended for (docs/performance.md). SQLite caps
+    // the size at its compile-time maximum (2 GB); pages beyond it are read with `pread`.
+    // Mapping is safe for the same reason `immutable` is: nobody writes the file while
+    // flakegate reads it (the user's finished data file, or the App's own extracted copy).
+    conn.execute_batch("PRAGMA mmap_size = 1099511627776;")?;
+    Ok(conn)
+}
+
+fn read_conn(conn: &Connection, path: &Path, name: &str, matcher: &PathMatcher) -> anyhow::Result<Coverage> {
+    let corrupt = || format!("{name}: cannot read the SQLite database (truncated or corrupt?)");
     // Is this a coverage.py data file at all?
-    let tables: BTreeSet<String> = sqlx::query_scalar(TABLES_QUERY)
-        .fetch_all(&mut *conn)
-        .await
-        .with_context(|| format!("{name}: cannot read the SQLite database (truncated or corrupt?)"))?
-        .into_iter()
-        .collect();
+    let mut tables = BTreeSet::new();
+    {
+        let mut st = conn.prepare(TABLES_QUERY).with_context(corrupt)?;
+        let mut rows = st.query([]).with_context(corrupt)?;
+        while let Some(row) = rows.next().with_context(corrupt)? {
+            tables.insert(text(row, 0).with_context(corrupt)?.to_string());
+        }
+    }
     let missing: Vec<&str> = TABLES.iter().copied().filter(|t| !tables.contains(*t)).collect();
     if !missing.is_empty() {
         bail!(
@@ -215,209 +181,78 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
             TABLES.join(", ")
         );
     }
-    refuse_foreign_schema(conn, name).await?;
-    let version: Option<i64> = sqlx::query_scalar(VERSION_QUERY)
-        .fetch_optional(&mut *conn)
-        .await
-        .with_context(|| format!("{name}: cannot read coverage_schema.version"))?;
-    let coverage_version: Option<String> = sqlx::query_scalar(META_VERSION_QUERY)
-        .fetch_optional(&mut *conn)
-        .await
-        .with_context(|| format!("{name}: cannot read meta"))?;
-    let written_by = coverage_version
-        .map(|v| format!(" (written by coverage.py {v})"))
-        .unwrap_or_default();
+    refuse_foreign_schema(conn, name)?;
+    let version =
+        one_value(conn, VERSION_QUERY).with_context(|| format!("{name}: cannot read coverage_schema.version"))?;
+    let coverage_version = one_value(conn, META_VERSION_QUERY).with_context(|| format!("{name}: cannot read meta"))?;
+    let written_by = match &coverage_version {
+        Some(rusqlite::types::Value::Text(v)) => format!(" (written by coverage.py {v})"),
+        _ => String::new(),
+    };
     match version {
-        Some(SCHEMA_VERSION) => {}
-        Some(v) if v > SCHEMA_VERSION => bail!(
+        Some(rusqlite::types::Value::Integer(SCHEMA_VERSION)) => {}
+        Some(rusqlite::types::Value::Integer(v)) if v > SCHEMA_VERSION => bail!(
             "{name}: coverage data schema version {v}{written_by} is newer than the version {SCHEMA_VERSION} flakegate reads \
              (coverage.py 5.0–7.x); use `coverage json --show-contexts` and give flakegate coverage.json"
         ),
-        Some(v) => bail!(
+        Some(rusqlite::types::Value::Integer(v)) => bail!(
             "{name}: coverage data schema version {v}{written_by} is older than the version {SCHEMA_VERSION} flakegate reads \
              (coverage.py 5.0–7.x)"
         ),
+        Some(_) => bail!("{name}: coverage_schema.version is not an integer"),
         None => bail!("{name}: not a coverage.py data file: coverage_schema has no version row"),
     }
 
-    // All file paths, a page at a time: count them, pick the patch's.
+    // All file paths: count them, pick the patch's.
     let mut measured_files = 0usize;
     let mut selected: BTreeMap<i64, (String, (String, bool))> = BTreeMap::new();
-    let mut after = i64::MIN;
-    loop {
-        let (count, last, ids, paths): (i64, Option<i64>, Option<String>, Vec<u8>) = sqlx::query_as(FILES_QUERY)
-            .bind(MAX_PATH)
-            .bind(after)
-            .bind(FILE_PAGE)
-            .fetch_one(&mut *conn)
-            .await
-            .with_context(|| format!("{name}: cannot read the file table"))?;
-        let paths: Vec<Cell<'_>> =
-            serde_json::from_slice(&paths).with_context(|| format!("{name}: file.path is not text"))?;
-        let ids = split_list(ids.as_deref(), count, paths.len(), name, "file")?;
-        for (id, path) in ids.zip(paths) {
-            let id: i64 = id
-                .parse()
-                .with_context(|| format!("{name}: file.id is not an integer"))?;
-            let path = match path {
-                Cell::Text(p) => p,
-                Cell::Missing => bail!("{name}: file {id}: path missing or longer than {MAX_PATH} bytes"),
-                Cell::NotText => bail!("{name}: file.path is not text"),
-            };
-            if let Some(mapped) = matcher.map(&path) {
-                selected.insert(id, (path.into_owned(), mapped));
+    {
+        let cannot = || format!("{name}: cannot read the file table");
+        let mut st = conn.prepare(FILES_QUERY).with_context(cannot)?;
+        let mut rows = st.query([MAX_PATH]).with_context(cannot)?;
+        while let Some(row) = rows.next().with_context(cannot)? {
+            measured_files += 1;
+            if measured_files > MAX_FILES {
+                bail!("{name}: more than {MAX_FILES} measured files in the file table");
             }
-        }
-        measured_files += count as usize;
-        if measured_files > MAX_FILES {
-            bail!("{name}: more than {MAX_FILES} measured files in the file table");
-        }
-        match last {
-            Some(last) if count == FILE_PAGE => after = last,
-            _ => break,
+            let id = integer(row, 0).with_context(|| format!("{name}: file.id is not an integer"))?;
+            let path = match row.get_ref(1).with_context(cannot)? {
+                ValueRef::Null => bail!("{name}: file {id}: path missing or longer than {MAX_PATH} bytes"),
+                ValueRef::Text(p) => {
+                    std::str::from_utf8(p).with_context(|| format!("{name}: file.path is not text"))?
+                }
+                _ => bail!("{name}: file.path is not text"),
+            };
+            if let Some(mapped) = matcher.map(path) {
+                selected.insert(id, (path.to_string(), mapped));
+            }
         }
     }
 
-    // The selected files' lines, a page at a time along the tables' unique
-    // indexes (file_id, context_id[, fromno, tono]), so memory stays bounded
-    // by a page even for a module that every test runs.
-    let mut ctx = ContextCollector::for_matcher(matcher);
-    let mut per_id: BTreeMap<i64, FileCoverage> = BTreeMap::new();
-    let mut numbits: Vec<u8> = Vec::new();
-    for (&file_id, (_, (repo, _))) in &selected {
-        let fc = per_id.entry(file_id).or_default();
-        let mut rows_read = RowBudget(MAX_ROWS_PER_FILE);
-        let mut ran: Vec<u8> = Vec::new();
-        // Line mode: one numbits blob per (file, context).
-        let mut decode = |(count, ids, contexts, bits): LineBitsPage| -> anyhow::Result<()> {
-            let contexts: Vec<Cell<'_>> =
-                serde_json::from_slice(&contexts).with_context(|| format!("{name}: context.context is not text"))?;
-            let ids = split_list(ids.as_deref(), count, contexts.len(), name, "line_bits")?;
-            let bits = split_list(bits.as_deref(), count, contexts.len(), name, "line_bits")?;
-            for ((id, context), hex_bits) in ids.zip(contexts).zip(bits) {
-                let context_id: i64 = id
-                    .parse()
-                    .with_context(|| format!("{name}: line_bits.context_id is not an integer"))?;
-                rows_read.take(name, repo)?;
-                let context = context.into_name(name, context_id)?;
-                match hex_bits {
-                    "-" => bail!(
-                        "{name}: line_bits of {repo}, context {context_id}: numbits missing or longer than {MAX_NUMBITS} bytes"
-                    ),
-                    "x" => bail!("{name}: line_bits.numbits is not a blob"),
-                    _ => {}
-                }
-                decode_hex(hex_bits, &mut numbits)
-                    .with_context(|| format!("{name}: line_bits.numbits is not a blob"))?;
-                // Which lines ran: the OR of the file's bitmaps, decoded once below.
-                if ran.len() < numbits.len() {
-                    ran.resize(numbits.len(), 0);
-                }
-                for (r, b) in ran.iter_mut().zip(&numbits) {
-                    *r |= b;
-                }
-                ctx.record_numbits(repo, fc, &numbits, &context);
-            }
-            Ok(())
-        };
-        // While one page is decoded, SQLite (on sqlx's worker thread) already reads the
-        // next, so the two threads work at once instead of in turn. The next page starts
-        // after this one's last context id, the last of its list (pages are in `context_id`
-        // order); a full page whose last id does not parse fails to decode on that id.
-        let mut page = line_bits_page(&mut *conn, file_id, i64::MIN)
-            .await
-            .with_context(|| format!("{name}: cannot read line_bits"))?;
-        loop {
-            let last_id = page
-                .1
-                .as_deref()
-                .and_then(|l| l.rsplit(',').next()?.parse::<i64>().ok());
-            let Some(last) = last_id.filter(|_| page.0 == PAGE) else {
-                decode(page)?;
-                break;
-            };
-            // `join` polls the query first (which sends it to the worker), then decodes this
-            // page; an error of this page's still comes first.
-            let (next, decoded) =
-                futures_util::future::join(line_bits_page(&mut *conn, file_id, last), async { decode(page) }).await;
-            decoded?;
-            page = next.with_context(|| format!("{name}: cannot read line_bits"))?;
-        }
-        fc.executed.extend(decode_numbits(&ran).into_iter().filter(|&l| l > 0));
-        // Branch mode: the lines are the positive ends of the arcs
-        // (negative numbers are entries and exits of code objects).
-        let mut after = (i64::MIN, i64::MIN, i64::MIN);
-        loop {
-            let (count, arcs, contexts): (i64, Option<String>, Vec<u8>) = sqlx::query_as(ARC_QUERY)
-                .bind(file_id)
-                .bind(after.0)
-                .bind(after.1)
-                .bind(after.2)
-                .bind(PAGE)
-                .bind(MAX_CONTEXT)
-                .fetch_one(&mut *conn)
-                .await
-                .with_context(|| format!("{name}: cannot read arc"))?;
-            let contexts: Vec<Cell<'_>> =
-                serde_json::from_slice(&contexts).with_context(|| format!("{name}: context.context is not text"))?;
-            let arcs = split_list(arcs.as_deref(), count, contexts.len(), name, "arc")?;
-            for (arc, context) in arcs.zip(contexts) {
-                rows_read.take(name, repo)?;
-                let mut numbers = arc.splitn(3, ' ');
-                let mut number = |column: &str| -> anyhow::Result<i64> {
-                    numbers
-                        .next()
-                        .and_then(|n| n.parse().ok())
-                        .with_context(|| format!("{name}: arc.{column} is not an integer"))
-                };
-                let context_id = number("context_id")?;
-                let context = context.into_name(name, context_id)?;
-                let from = number("fromno")?;
-                let to = number("tono")?;
-                after = after.max((context_id, from, to));
-                for line in [from, to] {
-                    if let Ok(line @ 1..) = u32::try_from(line) {
-                        fc.executed.insert(line);
-                        ctx.record(repo, fc, line, &context);
-                    }
-                }
-            }
-            if count < PAGE {
-                break;
-            }
-        }
-    }
+    // The selected files' lines, on up to READERS threads (one connection each).
+    let selected: Vec<(i64, String, (String, bool))> = selected
+        .into_iter()
+        .map(|(id, (path, mapped))| (id, path, mapped))
+        .collect();
+    let (per_file, mut ctx) = read_files(conn, path, name, matcher, &selected)?;
+
     // Were test contexts recorded at all (in any file)? Only candidates that
-    // look like `…::…|…` are fetched, a page at a time.
-    let mut after = i64::MIN;
-    while !ctx.seen_test() {
-        let rows = sqlx::query(CONTEXT_QUERY)
-            .bind(after)
-            .bind(PAGE)
-            .bind(MAX_CONTEXT)
-            .fetch_all(&mut *conn)
-            .await
-            .with_context(|| format!("{name}: cannot read the context table"))?;
-        for row in &rows {
-            after = row
-                .try_get(0)
-                .with_context(|| format!("{name}: context.id is not an integer"))?;
-            let context: String = row
-                .try_get(1)
-                .with_context(|| format!("{name}: context.context is not text"))?;
-            if ctx.observe(&context) {
+    // look like `…::…|…` are read, until the first test context.
+    if !ctx.seen_test() {
+        let cannot = || format!("{name}: cannot read the context table");
+        let mut st = conn.prepare(CONTEXT_QUERY).with_context(cannot)?;
+        let mut rows = st.query([MAX_CONTEXT]).with_context(cannot)?;
+        while let Some(row) = rows.next().with_context(cannot)? {
+            let context = text(row, 1).with_context(|| format!("{name}: context.context is not text"))?;
+            if ctx.observe(context) {
                 break;
             }
-        }
-        if rows.len() < PAGE as usize {
-            break;
         }
     }
 
     let mut files = BTreeMap::new();
     let mut mapped_paths = Vec::new();
-    for (id, fc) in per_id {
-        let (coverage_path, mapped) = selected.remove(&id).expect("selected id");
+    for ((_, coverage_path, mapped), fc) in selected.into_iter().zip(per_file) {
         insert_file(&mut files, &mut mapped_paths, &coverage_path, mapped, fc);
     }
     let (foreign_contexts, has_test_contexts) = ctx.finish(&mut files);
@@ -431,30 +266,236 @@ async fn read_conn(conn: &mut SqliteConnection, name: &str, matcher: &PathMatche
     })
 }
 
+/// Threads reading the selected files' rows at once (each with its own connection to
+/// the immutable file): SQLite's B-tree searches and the reader's work on the rows
+/// are per file, so the files split across cores.
+const READERS: usize = 4;
+
+/// The coverage of each of `selected` (in its order) and the contexts met, read on up
+/// to [`READERS`] threads. Threads take the next file in order; when a file fails, no
+/// thread starts a later file, and the error reported is the first failing file's, as
+/// when reading in order on one thread.
+fn read_files(
+    conn: &Connection,
+    path: &Path,
+    name: &str,
+    matcher: &PathMatcher,
+    selected: &[(i64, String, (String, bool))],
+) -> anyhow::Result<(Vec<FileCoverage>, ContextCollector)> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let first_failed = AtomicUsize::new(usize::MAX);
+    type Done = (
+        Vec<(usize, FileCoverage)>,
+        ContextCollector,
+        Option<(usize, anyhow::Error)>,
+    );
+    let work = |conn: &Connection| -> Done {
+        let mut ctx = ContextCollector::for_matcher(matcher);
+        let mut done = Vec::new();
+        let mut reader = match FileReader::new(conn, name) {
+            Ok(r) => r,
+            Err(e) => return (done, ctx, Some((next.load(Ordering::SeqCst), e))),
+        };
+        loop {
+            let i = next.fetch_add(1, Ordering::SeqCst);
+            let Some((file_id, _, (repo, _))) = selected.get(i) else {
+                break;
+            };
+            if i > first_failed.load(Ordering::SeqCst) {
+                break;
+            }
+            match reader.read(*file_id, repo, &mut ctx) {
+                Ok(fc) => done.push((i, fc)),
+                Err(e) => {
+                    first_failed.fetch_min(i, Ordering::SeqCst);
+                    return (done, ctx, Some((i, e)));
+                }
+            }
+        }
+        (done, ctx, None)
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(READERS)
+        .min(selected.len())
+        .max(1);
+    let results: Vec<Done> = std::thread::scope(|s| {
+        let helpers: Vec<_> = (1..threads)
+            .map(|_| {
+                s.spawn(|| match open(path) {
+                    Ok(conn) => work(&conn),
+                    Err(e) => (
+                        Vec::new(),
+                        ContextCollector::for_matcher(matcher),
+                        Some((
+                            0,
+                            anyhow::Error::new(e).context(format!("{name}: cannot open as SQLite (read-only)")),
+                        )),
+                    ),
+                })
+            })
+            .collect();
+        let mut results = vec![work(conn)];
+        for h in helpers {
+            results.push(h.join().expect("a coverage data file reader thread does not panic"));
+        }
+        results
+    });
+    let mut ctx = ContextCollector::for_matcher(matcher);
+    let mut per_file: Vec<Option<FileCoverage>> = selected.iter().map(|_| None).collect();
+    let mut failed: Option<(usize, anyhow::Error)> = None;
+    for (done, c, error) in results {
+        ctx.merge(c);
+        for (i, fc) in done {
+            per_file[i] = Some(fc);
+        }
+        if let Some((i, e)) = error {
+            if failed.as_ref().is_none_or(|(j, _)| i < *j) {
+                failed = Some((i, e));
+            }
+        }
+    }
+    if let Some((_, e)) = failed {
+        return Err(e);
+    }
+    let per_file = per_file
+        .into_iter()
+        .map(|fc| fc.expect("every selected file is read when none failed"))
+        .collect();
+    Ok((per_file, ctx))
+}
+
+/// One connection's prepared statements for reading a file's rows.
+struct FileReader<'c> {
+    name: &'c str,
+    line_bits: rusqlite::Statement<'c>,
+    arcs: rusqlite::Statement<'c>,
+}
+
+impl<'c> FileReader<'c> {
+    fn new(conn: &'c Connection, name: &'c str) -> anyhow::Result<Self> {
+        Ok(FileReader {
+            name,
+            line_bits: conn
+                .prepare(LINE_BITS_QUERY)
+                .with_context(|| format!("{name}: cannot read line_bits"))?,
+            arcs: conn
+                .prepare(ARC_QUERY)
+                .with_context(|| format!("{name}: cannot read arc"))?,
+        })
+    }
+
+    /// The `line_bits` and `arc` rows of file `file_id` (`repo` in the repository), along
+    /// the tables' unique indexes (file_id, context_id[, fromno, tono]), one row at a
+    /// time, so memory stays bounded by a row even for a module that every test runs.
+    fn read(&mut self, file_id: i64, repo: &str, ctx: &mut ContextCollector) -> anyhow::Result<FileCoverage> {
+        let name = self.name;
+        let mut fc = FileCoverage::default();
+        let mut rows_read = RowBudget(MAX_ROWS_PER_FILE);
+        // Which lines ran: the OR of the file's bitmaps, decoded once below.
+        let mut ran: Vec<u8> = Vec::new();
+        // Line mode: one numbits blob per (file, context).
+        let cannot = || format!("{name}: cannot read line_bits");
+        let mut rows = self
+            .line_bits
+            .query((file_id, MAX_CONTEXT, MAX_NUMBITS))
+            .with_context(cannot)?;
+        while let Some(row) = rows.next().with_context(cannot)? {
+            let context_id =
+                integer(row, 0).with_context(|| format!("{name}: line_bits.context_id is not an integer"))?;
+            rows_read.take(name, repo)?;
+            let context = context_name(row, 1, name, context_id)?;
+            let numbits = match row.get_ref(3).with_context(cannot)? {
+                ValueRef::Blob(b) | ValueRef::Text(b) => b,
+                ValueRef::Null => bail!(
+                    "{name}: line_bits of {repo}, context {context_id}: numbits missing or longer than {MAX_NUMBITS} bytes"
+                ),
+                _ => bail!("{name}: line_bits.numbits is not a blob"),
+            };
+            if ran.len() < numbits.len() {
+                ran.resize(numbits.len(), 0);
+            }
+            for (r, b) in ran.iter_mut().zip(numbits) {
+                *r |= b;
+            }
+            ctx.record_numbits(repo, &mut fc, numbits, context);
+        }
+        fc.executed.extend(decode_numbits(&ran).into_iter().filter(|&l| l > 0));
+        // Branch mode: the lines are the positive ends of the arcs
+        // (negative numbers are entries and exits of code objects).
+        let cannot = || format!("{name}: cannot read arc");
+        let mut rows = self.arcs.query((file_id, MAX_CONTEXT)).with_context(cannot)?;
+        while let Some(row) = rows.next().with_context(cannot)? {
+            rows_read.take(name, repo)?;
+            let context_id = integer(row, 0).with_context(|| format!("{name}: arc.context_id is not an integer"))?;
+            let context = context_name(row, 1, name, context_id)?;
+            let from = integer(row, 3).with_context(|| format!("{name}: arc.fromno is not an integer"))?;
+            let to = integer(row, 4).with_context(|| format!("{name}: arc.tono is not an integer"))?;
+            for line in [from, to] {
+                if let Ok(line @ 1..) = u32::try_from(line) {
+                    fc.executed.insert(line);
+                    ctx.record(repo, &mut fc, line, context);
+                }
+            }
+        }
+        Ok(fc)
+    }
+}
+
+/// Column `i` of `row` as an integer (SQLite's own type: no conversion).
+fn integer(row: &Row<'_>, i: usize) -> anyhow::Result<i64> {
+    match row.get_ref(i)? {
+        ValueRef::Integer(v) => Ok(v),
+        other => bail!("found {}", other.data_type()),
+    }
+}
+
+/// Column `i` of `row` as text, borrowed from the row (valid UTF-8, or an error).
+fn text<'r>(row: &'r Row<'_>, i: usize) -> anyhow::Result<&'r str> {
+    match row.get_ref(i)? {
+        ValueRef::Text(t) => Ok(std::str::from_utf8(t)?),
+        other => bail!("found {}", other.data_type()),
+    }
+}
+
+/// The context name of a `line_bits` or `arc` row: column `i` is the joined
+/// `context.id` (NULL: no such context), `i + 1` its name (NULL: missing or too long).
+fn context_name<'r>(row: &'r Row<'_>, i: usize, name: &str, context_id: i64) -> anyhow::Result<&'r str> {
+    if let ValueRef::Null = row.get_ref(i)? {
+        bail!("{name}: context {context_id} is named by a coverage row but is not in the context table");
+    }
+    match row.get_ref(i + 1)? {
+        ValueRef::Null => bail!("{name}: context {context_id}: name missing or longer than {MAX_CONTEXT} bytes"),
+        ValueRef::Text(t) => std::str::from_utf8(t).with_context(|| format!("{name}: context.context is not text")),
+        _ => bail!("{name}: context.context is not text"),
+    }
+}
+
+/// The first column of the first row of `query` (`None`: no row).
+fn one_value(conn: &Connection, query: &str) -> rusqlite::Result<Option<rusqlite::types::Value>> {
+    let mut st = conn.prepare(query)?;
+    let mut rows = st.query([])?;
+    rows.next()?.map(|r| r.get::<_, rusqlite::types::Value>(0)).transpose()
+}
+
 /// Refuse a database whose schema is not coverage.py's: views, triggers, virtual
 /// tables, and any table flakegate reads whose columns are not exactly coverage.py's
 /// (`PRAGMA table_xinfo` also lists generated and hidden columns).
-/// A page of `line_bits` ([`LINE_BITS_QUERY`]): the row count, the context ids, the context
-/// names (JSON array) and the bitmaps in hex.
-type LineBitsPage = (i64, Option<String>, Vec<u8>, Option<String>);
-
-/// The page of `file_id`'s `line_bits` rows after context id `after`.
-async fn line_bits_page(conn: &mut SqliteConnection, file_id: i64, after: i64) -> sqlx::Result<LineBitsPage> {
-    sqlx::query_as(LINE_BITS_QUERY)
-        .bind(file_id)
-        .bind(after)
-        .bind(PAGE)
-        .bind(MAX_CONTEXT)
-        .bind(MAX_NUMBITS)
-        .fetch_one(conn)
-        .await
-}
-
-async fn refuse_foreign_schema(conn: &mut SqliteConnection, name: &str) -> anyhow::Result<()> {
-    let objects: Vec<(String, String, Option<String>)> = sqlx::query_as(OBJECTS_QUERY)
-        .fetch_all(&mut *conn)
-        .await
-        .with_context(|| format!("{name}: cannot read the SQLite schema (truncated or corrupt?)"))?;
+fn refuse_foreign_schema(conn: &Connection, name: &str) -> anyhow::Result<()> {
+    let cannot = || format!("{name}: cannot read the SQLite schema (truncated or corrupt?)");
+    let mut st = conn.prepare(OBJECTS_QUERY).with_context(cannot)?;
+    let objects = st
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<String>>(2)?,
+            ))
+        })
+        .with_context(cannot)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .with_context(cannot)?;
     for (kind, object, sql) in &objects {
         let is_virtual = sql
             .as_deref()
@@ -466,11 +507,11 @@ async fn refuse_foreign_schema(conn: &mut SqliteConnection, name: &str) -> anyho
             );
         }
     }
+    let mut st = conn.prepare(COLUMNS_QUERY).with_context(cannot)?;
     for (table, expected) in COLUMNS {
-        let columns: Vec<(String, i64)> = sqlx::query_as(COLUMNS_QUERY)
-            .bind(table)
-            .fetch_all(&mut *conn)
-            .await
+        let columns = st
+            .query_map([table], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
             .with_context(|| format!("{name}: cannot read the columns of table {table}"))?;
         if columns.is_empty() && !TABLES.contains(&table) {
             // `tracer` is not read; a file without it is still coverage.py's.
@@ -486,111 +527,6 @@ async fn refuse_foreign_schema(conn: &mut SqliteConnection, name: &str) -> anyho
         if found != expected {
             bail!("{name}: not a coverage.py data file: table {table} has columns {found:?}, expected {expected:?}");
         }
-    }
-    Ok(())
-}
-
-/// One element of a `json_group_array` column: a name or path (borrowed from the
-/// page when it needs no unescaping), `null` (missing, or longer than the query's
-/// cap) or `0` (a value that is not text).
-enum Cell<'a> {
-    Text(Cow<'a, str>),
-    Missing,
-    NotText,
-}
-
-impl<'de> Deserialize<'de> for Cell<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = Cell<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a string, null or 0")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Cell<'de>, E> {
-                Ok(Cell::Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Cell<'de>, E> {
-                Ok(Cell::Text(Cow::Owned(v.to_owned())))
-            }
-            fn visit_unit<E>(self) -> Result<Cell<'de>, E> {
-                Ok(Cell::Missing)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Cell<'de>, E> {
-                Ok(Cell::NotText)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Cell<'de>, E> {
-                Ok(Cell::NotText)
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-impl<'a> Cell<'a> {
-    /// The context name of `context_id`, or the error the reader gives for it.
-    fn into_name(self, name: &str, context_id: i64) -> anyhow::Result<Cow<'a, str>> {
-        match self {
-            Cell::Text(c) => Ok(c),
-            Cell::Missing => bail!("{name}: context {context_id}: name missing or longer than {MAX_CONTEXT} bytes"),
-            Cell::NotText => bail!("{name}: context.context is not text"),
-        }
-    }
-}
-
-/// The elements of a page's `group_concat(…, ',')` column (`None`: no rows), which
-/// must be as many as the page's `count(*)` and its JSON array's elements.
-fn split_list<'a>(
-    list: Option<&'a str>,
-    count: i64,
-    json_len: usize,
-    name: &str,
-    table: &str,
-) -> anyhow::Result<impl Iterator<Item = &'a str>> {
-    let elements = list.map_or(0, |l| l.bytes().filter(|&b| b == b',').count() + 1);
-    if usize::try_from(count).ok() != Some(elements) || elements != json_len {
-        bail!(
-            "{name}: a page of table {table} came back inconsistent ({count} rows, {elements} and {json_len} values)"
-        );
-    }
-    Ok(list.into_iter().flat_map(|l| l.split(',')))
-}
-
-/// Decode SQLite's `hex()` (upper case; lower case accepted too) into `out`. By
-/// hand rather than `hex::decode_to_slice`, which checks and converts one digit at a
-/// time and took a tenth of the whole read; a table lookup per digit is enough.
-fn decode_hex(hex: &str, out: &mut Vec<u8>) -> anyhow::Result<()> {
-    const INVALID: u8 = 0xFF;
-    const DIGITS: [u8; 256] = {
-        let mut t = [INVALID; 256];
-        let mut i = 0;
-        while i < 10 {
-            t[b'0' as usize + i] = i as u8;
-            i += 1;
-        }
-        let mut i = 0;
-        while i < 6 {
-            t[b'A' as usize + i] = 10 + i as u8;
-            t[b'a' as usize + i] = 10 + i as u8;
-            i += 1;
-        }
-        t
-    };
-    let hex = hex.as_bytes();
-    if hex.len() % 2 != 0 {
-        bail!("odd number of hex digits ({})", hex.len());
-    }
-    out.clear();
-    out.reserve(hex.len() / 2);
-    let mut invalid = 0u8;
-    for pair in hex.chunks_exact(2) {
-        let (hi, lo) = (DIGITS[pair[0] as usize], DIGITS[pair[1] as usize]);
-        // An invalid digit is 0xFF: OR-ing keeps its top bits set for the check below.
-        invalid |= hi | lo;
-        out.push(hi << 4 | lo);
-    }
-    if invalid & 0xF0 != 0 {
-        bail!("not hex digits");
     }
     Ok(())
 }
@@ -634,7 +570,7 @@ mod tests {
     }
 
     fn db(path: &Path, matcher: &PathMatcher) -> Coverage {
-        read_data_file_blocking(path, matcher).unwrap_or_else(|e| panic!("{e:#}"))
+        read_data_file(path, matcher).unwrap_or_else(|e| panic!("{e:#}"))
     }
 
     /// The new-side file names of a git diff (`+++ b/…`).
@@ -846,28 +782,15 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), before);
     }
 
-    #[tokio::test]
-    async fn async_and_blocking_inside_a_runtime() {
-        let path = fixtures().join("cases/all_stable/evidence/.coverage");
-        let m = PathMatcher::new(SHOP);
-        let a = read_data_file(&path, &m).await.unwrap();
-        // The blocking wrapper must not panic inside a runtime.
-        let b = read_data_file_blocking(&path, &m).unwrap();
-        assert_eq!(a, b);
-    }
-
     fn err(path: &Path) -> String {
         format!(
             "{:#}",
-            read_data_file_blocking(path, &PathMatcher::new(SHOP)).expect_err("must fail")
+            read_data_file(path, &PathMatcher::new(SHOP)).expect_err("must fail")
         )
     }
 
-    async fn make_db(path: &Path, sql: &str) {
-        let opts = SqliteConnectOptions::new().filename(path).create_if_missing(true);
-        let mut c = SqliteConnection::connect_with(&opts).await.unwrap();
-        sqlx::raw_sql(sql).execute(&mut c).await.unwrap();
-        c.close().await.unwrap();
+    fn make_db(path: &Path, sql: &str) {
+        Connection::open(path).unwrap().execute_batch(sql).unwrap();
     }
 
     const SCHEMA: &str = "CREATE TABLE coverage_schema (version integer);
@@ -879,8 +802,8 @@ mod tests {
         CREATE TABLE tracer (file_id integer primary key, tracer text);
         INSERT INTO meta VALUES ('version', '9.0.0'), ('has_arcs', '0');";
 
-    #[tokio::test]
-    async fn errors_name_the_file_and_what_was_expected() {
+    #[test]
+    fn errors_name_the_file_and_what_was_expected() {
         let tmp = tempfile::tempdir().unwrap();
         let p = tmp.path().join("garbage.coverage");
         std::fs::write(&p, b"!coverage.py: This is a private format, don't read it directly!{}").unwrap();
@@ -902,8 +825,7 @@ mod tests {
         make_db(
             &p,
             "CREATE TABLE jobs (id integer); CREATE TABLE file (id integer, path text);",
-        )
-        .await;
+        );
         let e = err(&p);
         assert!(
             e.contains("other.sqlite") && e.contains("not a coverage.py data file") && e.contains("coverage_schema"),
@@ -916,7 +838,7 @@ mod tests {
         assert_eq!(e.matches("other.sqlite").count(), 1, "{e}");
 
         let p = tmp.path().join("newer.coverage");
-        make_db(&p, &format!("{SCHEMA} INSERT INTO coverage_schema VALUES (8);")).await;
+        make_db(&p, &format!("{SCHEMA} INSERT INTO coverage_schema VALUES (8);"));
         let e = err(&p);
         assert!(
             e.contains("newer.coverage") && e.contains("schema version 8") && e.contains("newer"),
@@ -925,11 +847,11 @@ mod tests {
         assert!(e.contains("coverage.py 9.0.0"), "{e}");
 
         let p = tmp.path().join("older.coverage");
-        make_db(&p, &format!("{SCHEMA} INSERT INTO coverage_schema VALUES (6);")).await;
+        make_db(&p, &format!("{SCHEMA} INSERT INTO coverage_schema VALUES (6);"));
         assert!(err(&p).contains("older"));
 
         let p = tmp.path().join("noversion.coverage");
-        make_db(&p, SCHEMA).await;
+        make_db(&p, SCHEMA);
         assert!(err(&p).contains("no version row"));
 
         // A truncated data file.
@@ -943,15 +865,15 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn hand_made_data_file_paging_and_contexts() {
-        // More rows than one page, numbits and arcs, a foreign context.
+    #[test]
+    fn hand_made_data_file_rows_and_contexts() {
+        // Hundreds of rows per file, numbits and arcs, a foreign context.
         let tmp = tempfile::tempdir().unwrap();
         let p = tmp.path().join(".coverage");
         let mut sql = format!("BEGIN; {SCHEMA} INSERT INTO coverage_schema VALUES (7);");
         sql.push_str("INSERT INTO file VALUES (1, '/abs/src/a.py'), (2, 'src/b.py'), (3, 'src/c.py');");
         sql.push_str("INSERT INTO context VALUES (1, ''), (2, 'tests.test_x.test_dotted');");
-        let n = PAGE as usize + 10;
+        let n = 300;
         for i in 0..n {
             sql.push_str(&format!(
                 "INSERT INTO context VALUES ({}, 'tests/t.py::test_{i}|run');",
@@ -973,10 +895,8 @@ mod tests {
             ));
         }
         sql.push_str("INSERT INTO line_bits VALUES (1, 1, X'02'), (1, 2, X'04'); COMMIT;");
-        make_db(&p, &sql).await;
-        let d = read_data_file(&p, &PathMatcher::new(["src/a.py", "src/b.py"]))
-            .await
-            .unwrap();
+        make_db(&p, &sql);
+        let d = read_data_file(&p, &PathMatcher::new(["src/a.py", "src/b.py"])).unwrap();
         assert_eq!(d.measured_files, 3);
         assert_eq!(d.mapped_paths, [("/abs/src/a.py".to_string(), "src/a.py".to_string())]);
         let a = &d.files["src/a.py"];
@@ -992,12 +912,12 @@ mod tests {
         assert!(d.has_test_contexts);
     }
 
-    #[tokio::test]
-    async fn the_file_table_is_read_in_pages() {
-        // More files than one page; the patch names one in each page and one absent.
+    #[test]
+    fn every_file_row_is_counted_and_the_patch_files_picked() {
+        // Thousands of files; the patch names one early, the last and one absent.
         let tmp = tempfile::tempdir().unwrap();
         let p = tmp.path().join(".coverage");
-        let n = FILE_PAGE as usize * 2 + 3;
+        let n = 2051;
         let mut sql = format!("BEGIN; {SCHEMA} INSERT INTO coverage_schema VALUES (7);");
         sql.push_str("INSERT INTO context VALUES (1, 'tests/t.py::test_a|run');");
         for i in 1..=n {
@@ -1007,10 +927,8 @@ mod tests {
         sql.push_str(&format!(
             "INSERT INTO line_bits VALUES (2, 1, X'02'), ({n}, 1, X'04'); COMMIT;"
         ));
-        make_db(&p, &sql).await;
-        let d = read_data_file(&p, &PathMatcher::new(["src/m2.py", last.as_str(), "src/absent.py"]))
-            .await
-            .unwrap();
+        make_db(&p, &sql);
+        let d = read_data_file(&p, &PathMatcher::new(["src/m2.py", last.as_str(), "src/absent.py"])).unwrap();
         assert_eq!(d.measured_files, n);
         assert_eq!(d.files.keys().collect::<Vec<_>>(), ["src/m2.py", last.as_str()]);
         assert_eq!(d.files["src/m2.py"].witnesses.keys().collect::<Vec<_>>(), [&1]);
@@ -1027,8 +945,8 @@ mod tests {
                INSERT INTO context VALUES (1, 'tests/t.py::test_a|run');"
     }
 
-    #[tokio::test]
-    async fn schemas_that_are_not_coverage_pys_are_refused_before_a_row_is_read() {
+    #[test]
+    fn schemas_that_are_not_coverage_pys_are_refused_before_a_row_is_read() {
         let tmp = tempfile::tempdir().unwrap();
         let cases = [
             (
@@ -1076,21 +994,21 @@ mod tests {
         ];
         for (file, sql, expected) in cases {
             let p = tmp.path().join(file);
-            make_db(&p, &sql).await;
+            make_db(&p, &sql);
             let e = err(&p);
             assert!(e.contains(file) && e.contains(expected), "{file}: {e}");
         }
     }
 
-    #[tokio::test]
-    async fn oversized_values_are_refused_by_their_length_in_the_query() {
+    #[test]
+    fn oversized_values_are_refused_by_their_length_in_the_query() {
         let tmp = tempfile::tempdir().unwrap();
         let plain =
             "CREATE TABLE line_bits (file_id integer, context_id integer, numbits blob, unique (file_id, context_id));";
 
         let p = tmp.path().join("numbits.coverage");
         let sql = schema_with(plain) + &format!(" INSERT INTO line_bits VALUES (1, 1, zeroblob({}));", MAX_NUMBITS + 1);
-        make_db(&p, &sql).await;
+        make_db(&p, &sql);
         let e = err(&p);
         assert!(
             e.contains("numbits.coverage")
@@ -1106,21 +1024,22 @@ mod tests {
                   INSERT INTO line_bits VALUES (1, 2, X'02');",
                 MAX_CONTEXT
             );
-        make_db(&p, &sql).await;
+        make_db(&p, &sql);
         let e = err(&p);
         assert!(e.contains("context 2: name missing or longer than 65536 bytes"), "{e}");
 
         let p = tmp.path().join("path.coverage");
         let sql = schema_with(plain) + &format!(" INSERT INTO file VALUES (2, hex(zeroblob({})));", MAX_PATH);
-        make_db(&p, &sql).await;
+        make_db(&p, &sql);
         let e = err(&p);
         assert!(e.contains("file 2: path missing or longer than 4096 bytes"), "{e}");
     }
 
-    /// Values of the wrong type come back from the aggregated pages as markers and give
-    /// the reader's errors (a NULL arc end, which sqlx once decoded as line 0, included).
-    #[tokio::test]
-    async fn values_of_the_wrong_type_are_errors() {
+    /// Values of the wrong type are the reader's errors, never converted (a NULL arc end,
+    /// which sqlx once decoded as line 0, included); so is a row naming a context the
+    /// `context` table does not have (which an inner join once dropped silently).
+    #[test]
+    fn values_of_the_wrong_type_are_errors() {
         let tmp = tempfile::tempdir().unwrap();
         let cart = "INSERT INTO file VALUES (1, 'src/shop/cart.py');";
         let test = "INSERT INTO context VALUES (1, 'tests/t.py::test_a|run');";
@@ -1159,11 +1078,10 @@ mod tests {
                 "arc.tono is not an integer",
             ),
         ];
-        // A full page of line_bits (the next one is being read while it is decoded) with a
-        // bad value in it.
-        let page_of = |bad: &str| {
+        // A bad value after hundreds of good rows, and a row whose context does not exist.
+        let rows_then = |bad: &str| {
             let mut rows = String::from(cart);
-            for i in 1..PAGE {
+            for i in 1..300 {
                 rows.push_str(&format!(
                     "INSERT INTO context VALUES ({i}, 'tests/t.py::test_{i}|run'); INSERT INTO line_bits VALUES (1, {i}, X'02');"
                 ));
@@ -1172,11 +1090,21 @@ mod tests {
         };
         let cases = cases.into_iter().chain([
             (
-                "integer_numbits_in_a_full_page",
-                page_of(&format!(
-                    "INSERT INTO context VALUES ({PAGE}, 'tests/t.py::test_last|run'); INSERT INTO line_bits VALUES (1, {PAGE}, 7);"
-                )),
+                "integer_numbits_after_many_rows",
+                rows_then(
+                    "INSERT INTO context VALUES (300, 'tests/t.py::test_last|run'); INSERT INTO line_bits VALUES (1, 300, 7);",
+                ),
                 "line_bits.numbits is not a blob",
+            ),
+            (
+                "dangling_context",
+                rows_then("INSERT INTO line_bits VALUES (1, 9999, X'02');"),
+                "context 9999 is named by a coverage row but is not in the context table",
+            ),
+            (
+                "dangling_arc_context",
+                format!("{cart} {test} INSERT INTO arc VALUES (1, 77, 1, 2);"),
+                "context 77 is named by a coverage row but is not in the context table",
             ),
         ]);
         for (file, rows, expected) in cases {
@@ -1184,29 +1112,9 @@ mod tests {
             make_db(
                 &p,
                 &format!("BEGIN; {SCHEMA} INSERT INTO coverage_schema VALUES (7); {rows} COMMIT;"),
-            )
-            .await;
+            );
             let e = err(&p);
             assert!(e.contains(&format!("{file}.coverage: {expected}")), "{file}: {e}");
-        }
-    }
-
-    #[test]
-    fn hex_decodes_as_the_hex_crate_does() {
-        let mut out = Vec::new();
-        for bytes in [
-            &[][..],
-            &[0u8],
-            &[0xFF, 0x00, 0xA5, 0x5A, 0x10],
-            &(0..=255).collect::<Vec<u8>>(),
-        ] {
-            decode_hex(&hex::encode_upper(bytes), &mut out).unwrap();
-            assert_eq!(out, bytes);
-            decode_hex(&hex::encode(bytes), &mut out).unwrap();
-            assert_eq!(out, bytes);
-        }
-        for bad in ["0", "0G", "G0", "x", "-", "0 ", "é0"] {
-            assert!(decode_hex(bad, &mut out).is_err(), "{bad:?}");
         }
     }
 
@@ -1223,18 +1131,13 @@ mod tests {
     }
 
     /// SQLite's plan for `query` (its `detail` column, one string per step).
-    async fn plan(conn: &mut SqliteConnection, query: &str, params: usize) -> Vec<String> {
-        let sql = format!("EXPLAIN QUERY PLAN {query}");
-        let mut q = sqlx::query_as::<_, (i64, i64, i64, String)>(&sql);
-        for _ in 0..params {
-            q = q.bind(1i64);
-        }
-        q.fetch_all(&mut *conn)
-            .await
+    fn plan(conn: &Connection, query: &str, params: usize) -> Vec<String> {
+        let mut st = conn.prepare(&format!("EXPLAIN QUERY PLAN {query}")).unwrap();
+        let params = vec![1i64; params];
+        st.query_map(rusqlite::params_from_iter(params), |r| r.get::<_, String>(3))
             .unwrap()
-            .into_iter()
-            .map(|r| r.3)
-            .collect()
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .unwrap()
     }
 
     /// Tables a query may read whole: the schema, `coverage_schema` (one row) and
@@ -1249,16 +1152,16 @@ mod tests {
 
     /// Every step of every query in [`QUERIES`] either scans a small table or is a
     /// `SEARCH` through an index or the rowid; nothing is sorted in a temporary b-tree
-    /// (which would read every matching row before the first page).
+    /// (which would read every matching row before the first). The one exception is the
+    /// test-context check, which walks `context` along its rowid and stops at the first
+    /// test context (it runs only when no changed file's rows had one).
     fn assert_no_big_scans(what: &str, plans: &[(&str, Vec<String>)]) {
         for (query, plan) in plans {
             assert!(!plan.is_empty(), "{what}: {query}: no plan");
             for step in plan {
                 let ok = if let Some(rest) = step.strip_prefix("SCAN ") {
-                    SMALL.iter().any(|t| rest == *t || rest.starts_with(&format!("{t} "))) || is_page(rest)
-                } else if step.starts_with("CO-ROUTINE ") {
-                    // The LIMITed subquery a page aggregates (its own steps are checked too).
-                    true
+                    SMALL.iter().any(|t| rest == *t || rest.starts_with(&format!("{t} ")))
+                        || (*query == "context" && rest == "context")
                 } else if step.starts_with("SEARCH ") {
                     step.contains(" USING INDEX ")
                         || step.contains(" USING COVERING INDEX ")
@@ -1271,26 +1174,11 @@ mod tests {
         }
     }
 
-    /// The LIMITed subquery whose rows a page query aggregates (`SCAN (subquery-1)`):
-    /// reading it is reading one page, whose own steps are checked separately.
-    fn is_page(scanned: &str) -> bool {
-        scanned.starts_with("(subquery-")
-    }
-
-    /// The steps of `plan` that read tables (a page's `CO-ROUTINE` and the scan of the
-    /// subquery are the aggregation around them).
-    fn table_steps(plan: &[String]) -> Vec<&String> {
-        plan.iter()
-            .filter(|s| !s.starts_with("CO-ROUTINE ") && !s.strip_prefix("SCAN ").is_some_and(is_page))
+    fn all_plans(conn: &Connection) -> Vec<(&'static str, Vec<String>)> {
+        QUERIES
+            .iter()
+            .map(|&(what, query, params)| (what, plan(conn, query, params)))
             .collect()
-    }
-
-    async fn all_plans(conn: &mut SqliteConnection) -> Vec<(&'static str, Vec<String>)> {
-        let mut plans = Vec::new();
-        for (what, query, params) in QUERIES {
-            plans.push((what, plan(conn, query, params).await));
-        }
-        plans
     }
 
     /// Every query the reader issues, planned on data files coverage.py wrote (line
@@ -1298,24 +1186,21 @@ mod tests {
     /// 40,000 `arc` rows and 20,000 contexts with `ANALYZE` statistics, so that the
     /// planner knows which tables are big: `line_bits`, `arc` and `context` are
     /// only ever searched by index or rowid.
-    #[tokio::test]
-    async fn every_query_searches_the_big_tables_by_index() {
+    #[test]
+    fn every_query_searches_the_big_tables_by_index() {
         for fixture in [
             "cases/all_stable/evidence/.coverage",
             "coverage-variants/branch/.coverage",
         ] {
-            let path = fixtures().join(fixture);
-            let options = SqliteConnectOptions::new()
-                .filename(&path)
-                .read_only(true)
-                .immutable(true);
-            let mut conn = SqliteConnection::connect_with(&options).await.unwrap();
+            let conn = open(&fixtures().join(fixture)).unwrap();
             // coverage.py's own schema: its unique constraints are the indexes searched.
-            let indexes: Vec<String> =
-                sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'index' ORDER BY name")
-                    .fetch_all(&mut conn)
-                    .await
-                    .unwrap();
+            let indexes: Vec<String> = conn
+                .prepare("SELECT name FROM sqlite_master WHERE type = 'index' ORDER BY name")
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap();
             assert_eq!(
                 indexes,
                 [
@@ -1327,18 +1212,15 @@ mod tests {
                 ],
                 "{fixture}"
             );
-            let plans = all_plans(&mut conn).await;
-            assert_no_big_scans(fixture, &plans);
-            conn.close().await.unwrap();
+            assert_no_big_scans(fixture, &all_plans(&conn));
         }
 
         // Grown, with statistics.
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join(".coverage");
         std::fs::copy(fixtures().join("cases/all_stable/evidence/.coverage"), &path).unwrap();
-        let options = SqliteConnectOptions::new().filename(&path);
-        let mut conn = SqliteConnection::connect_with(&options).await.unwrap();
-        sqlx::raw_sql(
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
             "BEGIN;
              CREATE TEMP TABLE n AS WITH RECURSIVE s(v) AS (SELECT 1 UNION ALL SELECT v + 1 FROM s WHERE v < 20000)
                  SELECT v FROM s;
@@ -1348,93 +1230,96 @@ mod tests {
              INSERT OR IGNORE INTO arc SELECT f.id, c.id, -1, 1 FROM file f, context c WHERE f.id % 100 = c.id % 100;
              COMMIT; ANALYZE;",
         )
-        .execute(&mut conn)
-        .await
         .unwrap();
-        let counts: (i64, i64, i64) = sqlx::query_as(
-            "SELECT (SELECT count(*) FROM line_bits), (SELECT count(*) FROM arc), (SELECT count(*) FROM context)",
-        )
-        .fetch_one(&mut conn)
-        .await
-        .unwrap();
+        let counts: (i64, i64, i64) = conn
+            .query_row(
+                "SELECT (SELECT count(*) FROM line_bits), (SELECT count(*) FROM arc), (SELECT count(*) FROM context)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
         assert!(
             counts.0 >= 200_000 && counts.1 >= 40_000 && counts.2 >= 20_000,
             "{counts:?}"
         );
-        let plans = all_plans(&mut conn).await;
-        assert_no_big_scans("grown with ANALYZE", &plans);
-        conn.close().await.unwrap();
+        drop(conn);
+        // As the reader opens it (read-only, immutable, mapped).
+        assert_no_big_scans("grown with ANALYZE", &all_plans(&open(&path).unwrap()));
     }
 
     /// The plans SQLite makes for the reader's queries on a data file coverage.py wrote:
     /// each selected file's rows are found through an index (or the rowid), never by
-    /// scanning `line_bits`, `arc` or `context`; the `file` table (one row per measured
-    /// source file) is the only one read whole, a page at a time along its rowid.
-    #[tokio::test]
-    async fn the_queries_use_indexes_not_scans() {
-        let path = fixtures().join("cases/all_stable/evidence/.coverage");
-        let options = SqliteConnectOptions::new()
-            .filename(&path)
-            .read_only(true)
-            .immutable(true);
-        let mut conn = SqliteConnection::connect_with(&options).await.unwrap();
-        let mut plans = Vec::new();
-        for (query, params) in [
-            (FILES_QUERY, 3),
-            (LINE_BITS_QUERY, 5),
-            (ARC_QUERY, 6),
-            (CONTEXT_QUERY, 3),
-        ] {
-            let sql = format!("EXPLAIN QUERY PLAN {query}");
-            let mut q = sqlx::query_as::<_, (i64, i64, i64, String)>(&sql);
-            for _ in 0..params {
-                q = q.bind(1i64);
-            }
-            let plan: Vec<String> = q.fetch_all(&mut conn).await.unwrap().into_iter().map(|r| r.3).collect();
-            plans.push(plan);
+    /// scanning `line_bits` or `arc`, and never sorted; the `file` table (one row per
+    /// measured source file) is the only one read whole, along its rowid.
+    #[test]
+    fn the_queries_use_indexes_not_scans() {
+        let conn = open(&fixtures().join("cases/all_stable/evidence/.coverage")).unwrap();
+        let files = plan(&conn, FILES_QUERY, 1);
+        let line_bits = plan(&conn, LINE_BITS_QUERY, 3);
+        let arc = plan(&conn, ARC_QUERY, 2);
+        let context = plan(&conn, CONTEXT_QUERY, 1);
+        assert_eq!(files, ["SCAN file"]);
+        assert_eq!(
+            line_bits,
+            [
+                "SEARCH lb USING INDEX sqlite_autoindex_line_bits_1 (file_id=?)",
+                "SEARCH c USING INTEGER PRIMARY KEY (rowid=?) LEFT-JOIN"
+            ]
+        );
+        assert_eq!(
+            arc,
+            [
+                "SEARCH a USING COVERING INDEX sqlite_autoindex_arc_1 (file_id=?)",
+                "SEARCH c USING INTEGER PRIMARY KEY (rowid=?) LEFT-JOIN"
+            ]
+        );
+        assert_eq!(context, ["SCAN context"]);
+    }
+
+    /// Files are read on several threads; whichever thread meets a bad file, the error
+    /// reported is the first bad file's (in file id order), as on one thread.
+    #[test]
+    fn the_first_bad_file_is_the_error_whatever_the_threads() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join(".coverage");
+        let mut sql = format!("BEGIN; {SCHEMA} INSERT INTO coverage_schema VALUES (7);");
+        sql.push_str("INSERT INTO context VALUES (1, 'tests/t.py::test_a|run');");
+        let paths: Vec<String> = (1..=12).map(|i| format!("src/m{i}.py")).collect();
+        for (i, path) in paths.iter().enumerate() {
+            let id = i + 1;
+            sql.push_str(&format!("INSERT INTO file VALUES ({id}, '{path}');"));
+            // Files 5 and 9 are bad in different ways; the others are fine.
+            let numbits = match id {
+                5 => "'text but not a blob' + 1".to_string(),
+                9 => format!("zeroblob({})", MAX_NUMBITS + 1),
+                _ => "X'02'".to_string(),
+            };
+            sql.push_str(&format!("INSERT INTO line_bits VALUES ({id}, 1, {numbits});"));
         }
-        let [files, line_bits, arc, context] = <[Vec<String>; 4]>::try_from(plans).unwrap();
-        // The pages are one aggregated row each: a subquery (co-routine) read whole.
-        for (what, plan) in [("files", &files), ("line_bits", &line_bits), ("arc", &arc)] {
-            assert!(plan[0].starts_with("CO-ROUTINE "), "{what}: {plan:?}");
+        sql.push_str("COMMIT;");
+        make_db(&p, &sql);
+        let all = PathMatcher::new(paths.iter().map(String::as_str));
+        for _ in 0..20 {
+            let e = format!("{:#}", read_data_file(&p, &all).unwrap_err());
+            assert!(e.ends_with(": line_bits.numbits is not a blob"), "{e}");
+        }
+        let from_six = PathMatcher::new(paths[5..].iter().map(String::as_str));
+        for _ in 0..20 {
+            let e = format!("{:#}", read_data_file(&p, &from_six).unwrap_err());
             assert!(
-                plan.iter().any(|s| s.strip_prefix("SCAN ").is_some_and(is_page)),
-                "{what}: {plan:?}"
+                e.contains("src/m9.py, context 1: numbits missing or longer than"),
+                "{e}"
             );
         }
-        let (files, line_bits, arc) = (table_steps(&files), table_steps(&line_bits), table_steps(&arc));
-        assert_eq!(files.len(), 1, "{files:?}");
-        assert!(
-            files[0].starts_with("SEARCH file USING INTEGER PRIMARY KEY (rowid>?)"),
-            "{files:?}"
+        let good = PathMatcher::new(
+            paths
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| ![4, 8].contains(i))
+                .map(|(_, p)| p.as_str()),
         );
-        for (what, plan) in [("line_bits", &line_bits), ("arc", &arc)] {
-            assert!(
-                plan.iter().all(|step| step.starts_with("SEARCH ")),
-                "{what}: every step must be an index or rowid search: {plan:?}"
-            );
-        }
-        assert!(
-            context.iter().all(|step| step.starts_with("SEARCH ")),
-            "context: every step must be an index or rowid search: {context:?}"
-        );
-        assert!(
-            line_bits[0].contains("lb USING INDEX sqlite_autoindex_line_bits_1 (file_id=? AND context_id>?)"),
-            "{line_bits:?}"
-        );
-        assert!(
-            line_bits[1].contains("c USING INTEGER PRIMARY KEY (rowid=?)"),
-            "{line_bits:?}"
-        );
-        assert!(
-            arc[0].contains("INDEX sqlite_autoindex_arc_1 (file_id=? AND (context_id,fromno,tono)>(?,?,?))"),
-            "{arc:?}"
-        );
-        assert!(arc[1].contains("c USING INTEGER PRIMARY KEY (rowid=?)"), "{arc:?}");
-        assert!(
-            context[0].contains("context USING INTEGER PRIMARY KEY (rowid>?)"),
-            "{context:?}"
-        );
-        conn.close().await.unwrap();
+        let d = read_data_file(&p, &good).unwrap();
+        assert_eq!(d.files.len(), 10);
+        assert!(d.files.values().all(|f| f.witnesses.keys().eq([&1])));
     }
 }

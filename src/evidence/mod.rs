@@ -272,9 +272,23 @@ fn read_coverage(path: &Path, matcher: &PathMatcher) -> Result<(Coverage, InputD
         sha256,
     };
     if head[..n].starts_with(b"SQLite format 3") {
-        let cov = crate::evidence::coverage_db::read_data_file_blocking(path, matcher)
-            .map_err(|e| InputError::new(Location::file(&name), format!("{e:#}")))?;
-        return Ok((cov, digest(sha256_file(path).map_err(cannot)?)));
+        // The read touches a few pages; the digest reads every byte: it runs on a second
+        // thread meanwhile, and stops early if the read fails.
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = AtomicBool::new(false);
+        let (cov, sha) = std::thread::scope(|s| {
+            let hasher = s.spawn(|| sha256_file_unless(path, &stop));
+            let cov = crate::evidence::coverage_db::read_data_file(path, matcher);
+            if cov.is_err() {
+                stop.store(true, Ordering::Relaxed);
+            }
+            (cov, hasher.join().expect("the hashing thread does not panic"))
+        });
+        let cov = cov.map_err(|e| InputError::new(Location::file(&name), format!("{e:#}")))?;
+        let sha = sha
+            .map_err(cannot)?
+            .expect("the hash runs to the end unless the read failed");
+        return Ok((cov, digest(sha)));
     }
     if coverage::lcov::looks_like_lcov(&head[..n]) {
         let (cov, sha) = lcov::read_tracefiles(&[(path.to_path_buf(), None)], matcher, coverage::CoverageFormat::Lcov)?;
@@ -448,20 +462,30 @@ impl<R: std::io::Read> std::io::Read for HashingReader<R> {
 }
 
 /// sha256 of a file, streamed (coverage files reach gigabytes).
+#[cfg(test)]
 fn sha256_file(path: &Path) -> std::io::Result<String> {
+    let never = std::sync::atomic::AtomicBool::new(false);
+    Ok(sha256_file_unless(path, &never)?.expect("not stopped"))
+}
+
+/// The SHA-256 (hex) of the file at `path`, or `None` once `stop` is set.
+fn sha256_file_unless(path: &Path, stop: &std::sync::atomic::AtomicBool) -> std::io::Result<Option<String>> {
     use sha2::Digest;
     use std::io::Read;
     let mut f = std::fs::File::open(path)?;
     let mut h = sha2::Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(None);
+        }
         let n = f.read(&mut buf)?;
         if n == 0 {
             break;
         }
         h.update(&buf[..n]);
     }
-    Ok(hex::encode(h.finalize()))
+    Ok(Some(hex::encode(h.finalize())))
 }
 
 /// The probe, the digests of its files, and every node id its runs named
