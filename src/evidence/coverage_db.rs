@@ -3,10 +3,11 @@
 //! Only the patch's files are queried: every `file.path` is read (cheap) to
 //! count the measured files and pick the ones [`PathMatcher`] maps, then
 //! `line_bits` (line mode) and `arc` (branch mode) rows are read for those file
-//! ids only, along coverage.py's unique indexes, joined to `context` by rowid. Rows
-//! are stepped one at a time and borrowed in place, so memory stays bounded by a row
-//! whatever the file's size. The file is opened read-only and `immutable`, so SQLite
-//! takes no lock and never writes a journal next to the user's file.
+//! ids only, along coverage.py's unique indexes, joined to `context` by rowid. SQLite
+//! steps those rows on a second thread and hands them over in batches of packed rows
+//! (256 KiB each, a few in flight), so memory stays bounded by a few batches whatever
+//! the file's size. The file is opened read-only and `immutable`, so SQLite takes no
+//! lock and never writes a journal next to the user's file.
 //!
 //! Schema (coverage.py 5.0–7.x, `coverage_schema.version` 7): `meta(key,
 //! value)` with `version` and `has_arcs`, `file(id, path)`, `context(id,
@@ -132,7 +133,7 @@ pub fn read_data_file(path: &Path, matcher: &PathMatcher) -> anyhow::Result<Cove
         }
     }
     let conn = open(path).with_context(|| format!("{name}: cannot open as SQLite (read-only)"))?;
-    read_conn(&conn, path, &name, matcher)
+    read_conn(conn, &name, matcher)
 }
 
 /// Open `path` read-only and `immutable` (no lock, no journal, no `-wal`/`-shm` next to
@@ -151,17 +152,10 @@ fn open(path: &Path) -> rusqlite::Result<Connection> {
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     conn.execute_batch("PRAGMA foreign_keys = OFF; PRAGMA trusted_schema = OFF;")?;
-    // Pages are read through a memory map of the file, not `pread` into pages SQLite
-    // allocates: no copy, and no allocation under SQLite's global page-memory mutex,
-    // which readers on several threads contended for (docs/performance.md). SQLite caps
-    // the size at its compile-time maximum (2 GB); pages beyond it are read with `pread`.
-    // Mapping is safe for the same reason `immutable` is: nobody writes the file while
-    // flakegate reads it (the user's finished data file, or the App's own extracted copy).
-    conn.execute_batch("PRAGMA mmap_size = 1099511627776;")?;
     Ok(conn)
 }
 
-fn read_conn(conn: &Connection, path: &Path, name: &str, matcher: &PathMatcher) -> anyhow::Result<Coverage> {
+fn read_conn(conn: Connection, name: &str, matcher: &PathMatcher) -> anyhow::Result<Coverage> {
     let corrupt = || format!("{name}: cannot read the SQLite database (truncated or corrupt?)");
     // Is this a coverage.py data file at all?
     let mut tables = BTreeSet::new();
@@ -181,10 +175,10 @@ fn read_conn(conn: &Connection, path: &Path, name: &str, matcher: &PathMatcher) 
             TABLES.join(", ")
         );
     }
-    refuse_foreign_schema(conn, name)?;
+    refuse_foreign_schema(&conn, name)?;
     let version =
-        one_value(conn, VERSION_QUERY).with_context(|| format!("{name}: cannot read coverage_schema.version"))?;
-    let coverage_version = one_value(conn, META_VERSION_QUERY).with_context(|| format!("{name}: cannot read meta"))?;
+        one_value(&conn, VERSION_QUERY).with_context(|| format!("{name}: cannot read coverage_schema.version"))?;
+    let coverage_version = one_value(&conn, META_VERSION_QUERY).with_context(|| format!("{name}: cannot read meta"))?;
     let written_by = match &coverage_version {
         Some(rusqlite::types::Value::Text(v)) => format!(" (written by coverage.py {v})"),
         _ => String::new(),
@@ -229,12 +223,13 @@ fn read_conn(conn: &Connection, path: &Path, name: &str, matcher: &PathMatcher) 
         }
     }
 
-    // The selected files' lines, on up to READERS threads (one connection each).
+    // The selected files' lines: SQLite steps the rows on a second thread, this one
+    // records them.
     let selected: Vec<(i64, String, (String, bool))> = selected
         .into_iter()
         .map(|(id, (path, mapped))| (id, path, mapped))
         .collect();
-    let (per_file, mut ctx) = read_files(conn, path, name, matcher, &selected)?;
+    let (conn, per_file, mut ctx) = read_files(conn, name, matcher, &selected)?;
 
     // Were test contexts recorded at all (in any file)? Only candidates that
     // look like `…::…|…` are read, until the first test context.
@@ -266,139 +261,81 @@ fn read_conn(conn: &Connection, path: &Path, name: &str, matcher: &PathMatcher) 
     })
 }
 
-/// Threads reading the selected files' rows at once (each with its own connection to
-/// the immutable file): SQLite's B-tree searches and the reader's work on the rows
-/// are per file, so the files split across cores.
-const READERS: usize = 4;
+/// Bytes of packed rows per batch the SQLite thread hands to the reader (a row more
+/// when a row is large: at most a 64 KiB name and a 1 MiB bitmap).
+const BATCH: usize = 256 * 1024;
+/// Batches in flight between the two threads: memory stays a few batches whatever the
+/// file's size.
+const BATCHES_IN_FLIGHT: usize = 2;
 
-/// The coverage of each of `selected` (in its order) and the contexts met, read on up
-/// to [`READERS`] threads. Threads take the next file in order; when a file fails, no
-/// thread starts a later file, and the error reported is the first failing file's, as
-/// when reading in order on one thread.
+/// What the SQLite thread hands to the reader, in file order.
+enum Batch {
+    /// Packed `line_bits` rows of the current file (see [`pack_line_bits`]).
+    LineBits(Vec<u8>),
+    /// Packed `arc` rows of the current file (see [`pack_arc`]).
+    Arcs(Vec<u8>),
+    /// The current file has no more rows.
+    FileDone,
+}
+
+/// The coverage of each of `selected` (in its order) and the contexts met. SQLite steps
+/// the rows on a second thread (which owns the connection, and gives it back), checking
+/// every value's type and length there and packing the rows into batches; this thread
+/// records them (`ContextCollector::record_numbits`), so the two halves of the work run
+/// at once on two cores. Each row is copied once, into a batch; batches are reused.
+/// Errors are the SQLite thread's, met in file and row order, and end the read.
 fn read_files(
-    conn: &Connection,
-    path: &Path,
+    conn: Connection,
     name: &str,
     matcher: &PathMatcher,
     selected: &[(i64, String, (String, bool))],
-) -> anyhow::Result<(Vec<FileCoverage>, ContextCollector)> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let next = AtomicUsize::new(0);
-    let first_failed = AtomicUsize::new(usize::MAX);
-    type Done = (
-        Vec<(usize, FileCoverage)>,
-        ContextCollector,
-        Option<(usize, anyhow::Error)>,
-    );
-    let work = |conn: &Connection| -> Done {
-        let mut ctx = ContextCollector::for_matcher(matcher);
-        let mut done = Vec::new();
-        let mut reader = match FileReader::new(conn, name) {
-            Ok(r) => r,
-            Err(e) => return (done, ctx, Some((next.load(Ordering::SeqCst), e))),
-        };
-        loop {
-            let i = next.fetch_add(1, Ordering::SeqCst);
-            let Some((file_id, _, (repo, _))) = selected.get(i) else {
-                break;
-            };
-            if i > first_failed.load(Ordering::SeqCst) {
-                break;
+) -> anyhow::Result<(Connection, Vec<FileCoverage>, ContextCollector)> {
+    use std::sync::mpsc::{channel, sync_channel};
+    let (batches, received) = sync_channel::<anyhow::Result<Batch>>(BATCHES_IN_FLIGHT);
+    let (give_back, spare) = channel::<Vec<u8>>();
+    std::thread::scope(|s| {
+        let sqlite = s.spawn(move || {
+            if let Err(e) = step_rows(&conn, name, selected, &batches, &spare) {
+                // The reader is waiting for this (or has stopped: nothing to tell).
+                let _ = batches.send(Err(e));
             }
-            match reader.read(*file_id, repo, &mut ctx) {
-                Ok(fc) => done.push((i, fc)),
-                Err(e) => {
-                    first_failed.fetch_min(i, Ordering::SeqCst);
-                    return (done, ctx, Some((i, e)));
-                }
-            }
-        }
-        (done, ctx, None)
+            conn
+        });
+        let recorded = record_rows(received, give_back, matcher, selected);
+        let conn = sqlite
+            .join()
+            .expect("the coverage data file's SQLite thread does not panic");
+        recorded.map(|(per_file, ctx)| (conn, per_file, ctx))
+    })
+}
+
+/// The SQLite thread: every selected file's `line_bits` then `arc` rows, along the
+/// tables' unique indexes (file_id, context_id[, fromno, tono]), packed into batches.
+fn step_rows(
+    conn: &Connection,
+    name: &str,
+    selected: &[(i64, String, (String, bool))],
+    batches: &std::sync::mpsc::SyncSender<anyhow::Result<Batch>>,
+    spare: &std::sync::mpsc::Receiver<Vec<u8>>,
+) -> anyhow::Result<()> {
+    let stopped = || anyhow::anyhow!("{name}: the reader stopped");
+    let new_batch = || {
+        let mut b = spare.try_recv().unwrap_or_default();
+        b.clear();
+        b
     };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(READERS)
-        .min(selected.len())
-        .max(1);
-    let results: Vec<Done> = std::thread::scope(|s| {
-        let helpers: Vec<_> = (1..threads)
-            .map(|_| {
-                s.spawn(|| match open(path) {
-                    Ok(conn) => work(&conn),
-                    Err(e) => (
-                        Vec::new(),
-                        ContextCollector::for_matcher(matcher),
-                        Some((
-                            0,
-                            anyhow::Error::new(e).context(format!("{name}: cannot open as SQLite (read-only)")),
-                        )),
-                    ),
-                })
-            })
-            .collect();
-        let mut results = vec![work(conn)];
-        for h in helpers {
-            results.push(h.join().expect("a coverage data file reader thread does not panic"));
-        }
-        results
-    });
-    let mut ctx = ContextCollector::for_matcher(matcher);
-    let mut per_file: Vec<Option<FileCoverage>> = selected.iter().map(|_| None).collect();
-    let mut failed: Option<(usize, anyhow::Error)> = None;
-    for (done, c, error) in results {
-        ctx.merge(c);
-        for (i, fc) in done {
-            per_file[i] = Some(fc);
-        }
-        if let Some((i, e)) = error {
-            if failed.as_ref().is_none_or(|(j, _)| i < *j) {
-                failed = Some((i, e));
-            }
-        }
-    }
-    if let Some((_, e)) = failed {
-        return Err(e);
-    }
-    let per_file = per_file
-        .into_iter()
-        .map(|fc| fc.expect("every selected file is read when none failed"))
-        .collect();
-    Ok((per_file, ctx))
-}
-
-/// One connection's prepared statements for reading a file's rows.
-struct FileReader<'c> {
-    name: &'c str,
-    line_bits: rusqlite::Statement<'c>,
-    arcs: rusqlite::Statement<'c>,
-}
-
-impl<'c> FileReader<'c> {
-    fn new(conn: &'c Connection, name: &'c str) -> anyhow::Result<Self> {
-        Ok(FileReader {
-            name,
-            line_bits: conn
-                .prepare(LINE_BITS_QUERY)
-                .with_context(|| format!("{name}: cannot read line_bits"))?,
-            arcs: conn
-                .prepare(ARC_QUERY)
-                .with_context(|| format!("{name}: cannot read arc"))?,
-        })
-    }
-
-    /// The `line_bits` and `arc` rows of file `file_id` (`repo` in the repository), along
-    /// the tables' unique indexes (file_id, context_id[, fromno, tono]), one row at a
-    /// time, so memory stays bounded by a row even for a module that every test runs.
-    fn read(&mut self, file_id: i64, repo: &str, ctx: &mut ContextCollector) -> anyhow::Result<FileCoverage> {
-        let name = self.name;
-        let mut fc = FileCoverage::default();
+    let mut line_bits = conn
+        .prepare(LINE_BITS_QUERY)
+        .with_context(|| format!("{name}: cannot read line_bits"))?;
+    let mut arcs = conn
+        .prepare(ARC_QUERY)
+        .with_context(|| format!("{name}: cannot read arc"))?;
+    for (file_id, _, (repo, _)) in selected {
         let mut rows_read = RowBudget(MAX_ROWS_PER_FILE);
-        // Which lines ran: the OR of the file's bitmaps, decoded once below.
-        let mut ran: Vec<u8> = Vec::new();
         // Line mode: one numbits blob per (file, context).
         let cannot = || format!("{name}: cannot read line_bits");
-        let mut rows = self
-            .line_bits
+        let mut batch = new_batch();
+        let mut rows = line_bits
             .query((file_id, MAX_CONTEXT, MAX_NUMBITS))
             .with_context(cannot)?;
         while let Some(row) = rows.next().with_context(cannot)? {
@@ -413,33 +350,164 @@ impl<'c> FileReader<'c> {
                 ),
                 _ => bail!("{name}: line_bits.numbits is not a blob"),
             };
-            if ran.len() < numbits.len() {
-                ran.resize(numbits.len(), 0);
+            pack_line_bits(&mut batch, context_id, context, numbits);
+            if batch.len() >= BATCH {
+                let full = std::mem::replace(&mut batch, new_batch());
+                batches.send(Ok(Batch::LineBits(full))).map_err(|_| stopped())?;
             }
-            for (r, b) in ran.iter_mut().zip(numbits) {
-                *r |= b;
-            }
-            ctx.record_numbits(repo, &mut fc, numbits, context);
         }
-        fc.executed.extend(decode_numbits(&ran).into_iter().filter(|&l| l > 0));
-        // Branch mode: the lines are the positive ends of the arcs
-        // (negative numbers are entries and exits of code objects).
+        if !batch.is_empty() {
+            batches.send(Ok(Batch::LineBits(batch))).map_err(|_| stopped())?;
+        }
+        // Branch mode: `context_id fromno tono` per row.
         let cannot = || format!("{name}: cannot read arc");
-        let mut rows = self.arcs.query((file_id, MAX_CONTEXT)).with_context(cannot)?;
+        let mut batch = new_batch();
+        let mut rows = arcs.query((file_id, MAX_CONTEXT)).with_context(cannot)?;
         while let Some(row) = rows.next().with_context(cannot)? {
             rows_read.take(name, repo)?;
             let context_id = integer(row, 0).with_context(|| format!("{name}: arc.context_id is not an integer"))?;
             let context = context_name(row, 1, name, context_id)?;
             let from = integer(row, 3).with_context(|| format!("{name}: arc.fromno is not an integer"))?;
             let to = integer(row, 4).with_context(|| format!("{name}: arc.tono is not an integer"))?;
-            for line in [from, to] {
-                if let Ok(line @ 1..) = u32::try_from(line) {
-                    fc.executed.insert(line);
-                    ctx.record(repo, &mut fc, line, context);
-                }
+            pack_arc(&mut batch, context, from, to);
+            if batch.len() >= BATCH {
+                let full = std::mem::replace(&mut batch, new_batch());
+                batches.send(Ok(Batch::Arcs(full))).map_err(|_| stopped())?;
             }
         }
-        Ok(fc)
+        if !batch.is_empty() {
+            batches.send(Ok(Batch::Arcs(batch))).map_err(|_| stopped())?;
+        }
+        batches.send(Ok(Batch::FileDone)).map_err(|_| stopped())?;
+    }
+    Ok(())
+}
+
+/// The reader's half: each file's batches recorded into its [`FileCoverage`].
+fn record_rows(
+    received: std::sync::mpsc::Receiver<anyhow::Result<Batch>>,
+    give_back: std::sync::mpsc::Sender<Vec<u8>>,
+    matcher: &PathMatcher,
+    selected: &[(i64, String, (String, bool))],
+) -> anyhow::Result<(Vec<FileCoverage>, ContextCollector)> {
+    let mut ctx = ContextCollector::for_matcher(matcher);
+    let mut per_file = Vec::with_capacity(selected.len());
+    let mut fc = FileCoverage::default();
+    // Which lines ran: the OR of the file's bitmaps, decoded once per file.
+    let mut ran: Vec<u8> = Vec::new();
+    for batch in received {
+        let Some((_, _, (repo, _))) = selected.get(per_file.len()) else {
+            bail!("the coverage data file's SQLite thread sent rows after the last file");
+        };
+        match batch? {
+            Batch::LineBits(rows) => {
+                for (context, numbits) in LineBitsRows(&rows) {
+                    if ran.len() < numbits.len() {
+                        ran.resize(numbits.len(), 0);
+                    }
+                    for (r, b) in ran.iter_mut().zip(numbits) {
+                        *r |= b;
+                    }
+                    ctx.record_numbits(repo, &mut fc, numbits, context);
+                }
+                let _ = give_back.send(rows);
+            }
+            Batch::Arcs(rows) => {
+                // The lines are the positive ends of the arcs (negative numbers are
+                // entries and exits of code objects).
+                for (context, from, to) in ArcRows(&rows) {
+                    for line in [from, to] {
+                        if let Ok(line @ 1..) = u32::try_from(line) {
+                            fc.executed.insert(line);
+                            ctx.record(repo, &mut fc, line, context);
+                        }
+                    }
+                }
+                let _ = give_back.send(rows);
+            }
+            Batch::FileDone => {
+                fc.executed.extend(decode_numbits(&ran).into_iter().filter(|&l| l > 0));
+                ran.clear();
+                per_file.push(std::mem::take(&mut fc));
+            }
+        }
+    }
+    if per_file.len() != selected.len() {
+        bail!("the coverage data file's SQLite thread stopped before the last file");
+    }
+    Ok((per_file, ctx))
+}
+
+// A batch is rows packed end to end, lengths in native byte order (both threads are this
+// process): a `line_bits` row is `context_id: i64, name length: u32, name, bitmap length:
+// u32, bitmap`; an `arc` row is `name length: u32, name, fromno: i64, tono: i64`. Names
+// were checked to be UTF-8 before packing.
+
+fn pack_line_bits(batch: &mut Vec<u8>, context_id: i64, context: &str, numbits: &[u8]) {
+    batch.extend_from_slice(&context_id.to_ne_bytes());
+    pack_bytes(batch, context.as_bytes());
+    pack_bytes(batch, numbits);
+}
+
+fn pack_arc(batch: &mut Vec<u8>, context: &str, from: i64, to: i64) {
+    pack_bytes(batch, context.as_bytes());
+    batch.extend_from_slice(&from.to_ne_bytes());
+    batch.extend_from_slice(&to.to_ne_bytes());
+}
+
+/// A length (`u32`: names and bitmaps are capped far below 4 GiB) and the bytes.
+fn pack_bytes(batch: &mut Vec<u8>, bytes: &[u8]) {
+    let len = u32::try_from(bytes.len()).expect("names and bitmaps are capped in the query");
+    batch.extend_from_slice(&len.to_ne_bytes());
+    batch.extend_from_slice(bytes);
+}
+
+/// Take `n` bytes off the front of `rest`.
+fn unpack<'a>(rest: &mut &'a [u8], n: usize) -> &'a [u8] {
+    let (head, tail) = rest.split_at(n);
+    *rest = tail;
+    head
+}
+
+fn unpack_i64(rest: &mut &[u8]) -> i64 {
+    i64::from_ne_bytes(unpack(rest, 8).try_into().expect("8 bytes"))
+}
+
+fn unpack_bytes<'a>(rest: &mut &'a [u8]) -> &'a [u8] {
+    let len = u32::from_ne_bytes(unpack(rest, 4).try_into().expect("4 bytes"));
+    unpack(rest, len as usize)
+}
+
+fn unpack_str<'a>(rest: &mut &'a [u8]) -> &'a str {
+    std::str::from_utf8(unpack_bytes(rest)).expect("names are checked to be UTF-8 before packing")
+}
+
+/// The (context name, bitmap) of each packed `line_bits` row.
+struct LineBitsRows<'a>(&'a [u8]);
+
+impl<'a> Iterator for LineBitsRows<'a> {
+    type Item = (&'a str, &'a [u8]);
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.0.is_empty() {
+            return None;
+        }
+        let _context_id = unpack_i64(&mut self.0);
+        let context = unpack_str(&mut self.0);
+        Some((context, unpack_bytes(&mut self.0)))
+    }
+}
+
+/// The (context name, fromno, tono) of each packed `arc` row.
+struct ArcRows<'a>(&'a [u8]);
+
+impl<'a> Iterator for ArcRows<'a> {
+    type Item = (&'a str, i64, i64);
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.0.is_empty() {
+            return None;
+        }
+        let context = unpack_str(&mut self.0);
+        Some((context, unpack_i64(&mut self.0), unpack_i64(&mut self.0)))
     }
 }
 
@@ -912,6 +980,52 @@ mod tests {
         assert!(d.has_test_contexts);
     }
 
+    /// Rows of several files, each file's filling several batches of the SQLite thread,
+    /// are all recorded, each under its own file.
+    #[test]
+    fn rows_spanning_many_batches_are_all_recorded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join(".coverage");
+        let n = 4000;
+        let mut sql = format!("BEGIN; {SCHEMA} INSERT INTO coverage_schema VALUES (7);");
+        sql.push_str("INSERT INTO file VALUES (1, 'src/a.py'), (2, 'src/b.py'), (3, 'src/c.py');");
+        for i in 1..=n {
+            sql.push_str(&format!(
+                "INSERT INTO context VALUES ({i}, 'tests/t.py::test_{i}|run');"
+            ));
+            // File 1: line i % 799 + 1 in a 100-byte bitmap; file 3: line 1 and 700.
+            let line = i % 799 + 1;
+            let mut bits = vec![0u8; 100];
+            bits[line / 8] |= 1 << (line % 8);
+            sql.push_str(&format!(
+                "INSERT INTO line_bits VALUES (1, {i}, X'{}');",
+                hex::encode(&bits)
+            ));
+            let mut bits = vec![0u8; 100];
+            bits[0] |= 1 << 1;
+            bits[700 / 8] |= 1 << (700 % 8);
+            sql.push_str(&format!(
+                "INSERT INTO line_bits VALUES (3, {i}, X'{}');",
+                hex::encode(&bits)
+            ));
+        }
+        sql.push_str("INSERT INTO line_bits VALUES (2, 1, X'04'); COMMIT;");
+        make_db(&p, &sql);
+        let d = read_data_file(&p, &PathMatcher::new(["src/a.py", "src/b.py", "src/c.py"])).unwrap();
+        let a = &d.files["src/a.py"];
+        assert_eq!(a.executed.len(), 799);
+        assert_eq!(a.tests.len(), n);
+        assert_eq!(a.witnesses.values().map(|w| w.len()).sum::<usize>(), n);
+        assert_eq!(a.witnesses[&1].len(), (1..=n).filter(|i| i % 799 == 0).count());
+        let b = &d.files["src/b.py"];
+        assert_eq!(b.executed.iter().collect::<Vec<_>>(), [&2]);
+        assert_eq!(b.witnesses[&2].len(), 1);
+        let c = &d.files["src/c.py"];
+        assert_eq!(c.executed.iter().collect::<Vec<_>>(), [&1, &700]);
+        assert_eq!(c.witnesses[&1].len(), n);
+        assert_eq!(c.witnesses[&700].len(), n);
+    }
+
     #[test]
     fn every_file_row_is_counted_and_the_patch_files_picked() {
         // Thousands of files; the patch names one early, the last and one absent.
@@ -1078,21 +1192,20 @@ mod tests {
                 "arc.tono is not an integer",
             ),
         ];
-        // A bad value after hundreds of good rows, and a row whose context does not exist.
+        // A bad value after rows filling several batches of the SQLite thread (3000 rows
+        // of 200-byte bitmaps), and a row whose context does not exist.
         let rows_then = |bad: &str| {
-            let mut rows = String::from(cart);
-            for i in 1..300 {
-                rows.push_str(&format!(
-                    "INSERT INTO context VALUES ({i}, 'tests/t.py::test_{i}|run'); INSERT INTO line_bits VALUES (1, {i}, X'02');"
-                ));
-            }
-            rows + bad
+            format!(
+                "{cart} INSERT INTO context SELECT v, 'tests/t.py::test_' || v || '|run' FROM \
+                 (WITH RECURSIVE s(v) AS (SELECT 1 UNION ALL SELECT v + 1 FROM s WHERE v < 2999) SELECT v FROM s);\
+                 INSERT INTO line_bits SELECT 1, id, zeroblob(200) FROM context; {bad}"
+            )
         };
         let cases = cases.into_iter().chain([
             (
                 "integer_numbits_after_many_rows",
                 rows_then(
-                    "INSERT INTO context VALUES (300, 'tests/t.py::test_last|run'); INSERT INTO line_bits VALUES (1, 300, 7);",
+                    "INSERT INTO context VALUES (3000, 'tests/t.py::test_last|run'); INSERT INTO line_bits VALUES (1, 3000, 7);",
                 ),
                 "line_bits.numbits is not a blob",
             ),
@@ -1276,10 +1389,10 @@ mod tests {
         assert_eq!(context, ["SCAN context"]);
     }
 
-    /// Files are read on several threads; whichever thread meets a bad file, the error
-    /// reported is the first bad file's (in file id order), as on one thread.
+    /// Rows are stepped on one thread and recorded on another; the error reported is the
+    /// first bad file's (in file id order), every time.
     #[test]
-    fn the_first_bad_file_is_the_error_whatever_the_threads() {
+    fn the_first_bad_file_is_the_error() {
         let tmp = tempfile::tempdir().unwrap();
         let p = tmp.path().join(".coverage");
         let mut sql = format!("BEGIN; {SCHEMA} INSERT INTO coverage_schema VALUES (7);");
