@@ -350,7 +350,7 @@ fn step_rows(
                 ),
                 _ => bail!("{name}: line_bits.numbits is not a blob"),
             };
-            pack_line_bits(&mut batch, context_id, context, numbits);
+            pack_line_bits(&mut batch, context, numbits);
             if batch.len() >= BATCH {
                 let full = std::mem::replace(&mut batch, new_batch());
                 batches.send(Ok(Batch::LineBits(full))).map_err(|_| stopped())?;
@@ -438,13 +438,12 @@ fn record_rows(
     Ok((per_file, ctx))
 }
 
-// A batch is rows packed end to end, lengths in native byte order (both threads are this
-// process): a `line_bits` row is `context_id: i64, name length: u32, name, bitmap length:
-// u32, bitmap`; an `arc` row is `name length: u32, name, fromno: i64, tono: i64`. Names
-// were checked to be UTF-8 before packing.
+// A batch is rows packed end to end, numbers in native byte order (both threads are this
+// process): a `line_bits` row is `name length: u32, name, bitmap length: u32, bitmap`; an
+// `arc` row is `name length: u32, name, fromno: i64, tono: i64`. Names were checked to be
+// UTF-8 before packing.
 
-fn pack_line_bits(batch: &mut Vec<u8>, context_id: i64, context: &str, numbits: &[u8]) {
-    batch.extend_from_slice(&context_id.to_ne_bytes());
+fn pack_line_bits(batch: &mut Vec<u8>, context: &str, numbits: &[u8]) {
     pack_bytes(batch, context.as_bytes());
     pack_bytes(batch, numbits);
 }
@@ -491,7 +490,6 @@ impl<'a> Iterator for LineBitsRows<'a> {
         if self.0.is_empty() {
             return None;
         }
-        let _context_id = unpack_i64(&mut self.0);
         let context = unpack_str(&mut self.0);
         Some((context, unpack_bytes(&mut self.0)))
     }

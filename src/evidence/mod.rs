@@ -461,14 +461,15 @@ impl<R: std::io::Read> std::io::Read for HashingReader<R> {
     }
 }
 
-/// sha256 of a file, streamed (coverage files reach gigabytes).
+/// sha256 of a file, streamed (the tests' reference).
 #[cfg(test)]
 fn sha256_file(path: &Path) -> std::io::Result<String> {
     let never = std::sync::atomic::AtomicBool::new(false);
     Ok(sha256_file_unless(path, &never)?.expect("not stopped"))
 }
 
-/// The SHA-256 (hex) of the file at `path`, or `None` once `stop` is set.
+/// The SHA-256 (hex) of the file at `path`, streamed (coverage files reach gigabytes),
+/// or `None` once `stop` is set.
 fn sha256_file_unless(path: &Path, stop: &std::sync::atomic::AtomicBool) -> std::io::Result<Option<String>> {
     use sha2::Digest;
     use std::io::Read;

@@ -363,16 +363,6 @@ impl ContextCollector {
         }
     }
 
-    /// Add what `other` collected (over other files of the same report, read apart:
-    /// the data file's reader reads files on several threads) into this collector.
-    pub fn merge(&mut self, other: ContextCollector) {
-        for (ctx, places) in other.others {
-            self.others.entry(ctx).or_default().extend(places);
-        }
-        self.static_prefixes.extend(other.static_prefixes);
-        self.seen_test |= other.seen_test;
-    }
-
     /// Resolve the non-test contexts into `files` (import time under a static
     /// prefix) and return (foreign context sample, test contexts seen).
     pub fn finish(self, files: &mut BTreeMap<String, FileCoverage>) -> (Vec<String>, bool) {
