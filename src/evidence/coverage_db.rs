@@ -848,6 +848,30 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), before);
     }
 
+    /// The path goes into an SQLite `file:` URI (for `immutable`): characters that are URI
+    /// syntax in a file or directory name are read as part of the name.
+    #[test]
+    fn a_path_with_uri_characters_is_read_as_a_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("a dir?x=1#frag%20");
+        std::fs::create_dir(&dir).unwrap();
+        let path = dir.join("cov?mode=rwc&immutable=0#%41.coverage");
+        std::fs::copy(fixtures().join("cases/all_stable/evidence/.coverage"), &path).unwrap();
+        let read = db(&path, &PathMatcher::new(SHOP));
+        let plain = db(
+            &fixtures().join("cases/all_stable/evidence/.coverage"),
+            &PathMatcher::new(SHOP),
+        );
+        assert_eq!(read, plain);
+        // Nothing was created beside it (no `-journal`, no file named by a decoded URI).
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [path.file_name().unwrap()]);
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
+    }
+
     fn err(path: &Path) -> String {
         format!(
             "{:#}",
