@@ -113,7 +113,8 @@ const MAX_ROWS_PER_FILE: usize = 20_000_000;
 
 /// Read a `.coverage` data file, materialising only the files `matcher` maps. Every
 /// error names the file and says what was expected. Synchronous (SQLite reads the file
-/// with `pread`): async callers run it where blocking is allowed.
+/// with `pread`, on a scoped thread of its own while this one records the rows): async
+/// callers run it where blocking is allowed.
 pub fn read_data_file(path: &Path, matcher: &PathMatcher) -> anyhow::Result<Coverage> {
     let name = path.display().to_string();
     if !path.is_file() {
