@@ -972,12 +972,10 @@ mod tests {
             ));
             // line (i % 50) + 1 of a.py, as numbits.
             let line = (i % 50) + 1;
-            let mut bits = vec![0u8; line / 8 + 1];
-            bits[line / 8] |= 1 << (line % 8);
             sql.push_str(&format!(
                 "INSERT INTO line_bits VALUES (1, {}, X'{}');",
                 i + 3,
-                hex::encode(&bits)
+                numbits_hex(line / 8 + 1, &[line])
             ));
             sql.push_str(&format!(
                 "INSERT INTO arc VALUES (2, {}, -1, {line}), (2, {}, {line}, -1);",
@@ -1003,6 +1001,15 @@ mod tests {
         assert!(d.has_test_contexts);
     }
 
+    /// coverage.py's line bitmap (`numbits`) of `len` bytes with `lines` set, in hex.
+    fn numbits_hex(len: usize, lines: &[usize]) -> String {
+        let mut bits = vec![0u8; len];
+        for &line in lines {
+            bits[line / 8] |= 1 << (line % 8);
+        }
+        hex::encode(bits)
+    }
+
     /// Rows of several files, each file's filling several batches of the SQLite thread,
     /// are all recorded, each under its own file.
     #[test]
@@ -1018,18 +1025,10 @@ mod tests {
             ));
             // File 1: line i % 799 + 1 in a 100-byte bitmap; file 3: line 1 and 700.
             let line = i % 799 + 1;
-            let mut bits = vec![0u8; 100];
-            bits[line / 8] |= 1 << (line % 8);
             sql.push_str(&format!(
-                "INSERT INTO line_bits VALUES (1, {i}, X'{}');",
-                hex::encode(&bits)
-            ));
-            let mut bits = vec![0u8; 100];
-            bits[0] |= 1 << 1;
-            bits[700 / 8] |= 1 << (700 % 8);
-            sql.push_str(&format!(
-                "INSERT INTO line_bits VALUES (3, {i}, X'{}');",
-                hex::encode(&bits)
+                "INSERT INTO line_bits VALUES (1, {i}, X'{}'), (3, {i}, X'{}');",
+                numbits_hex(100, &[line]),
+                numbits_hex(100, &[1, 700])
             ));
         }
         sql.push_str("INSERT INTO line_bits VALUES (2, 1, X'04'); COMMIT;");
