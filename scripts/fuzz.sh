@@ -54,9 +54,9 @@ seed() {
         seed_files ledger "$fx"/project/.github/flake-ledger.json "$fx"/cases/*/ledger.json \
             "$root"/examples/shop/flake-ledger.json ;;
     config)
-        # The README's configuration examples, one file per ```yaml block.
-        awk -v dir="$dir" '/^```yaml$/ {n++; on=1; next} /^```$/ {on=0} on {print > (dir "/seed-readme-" n ".yml")}' \
-            "$root/README.md" ;;
+        # The configuration examples of docs/cli.md, one file per ```yaml block.
+        awk -v dir="$dir" '/^```yaml$/ {n++; on=1; next} /^```$/ {on=0} on {print > (dir "/seed-docs-" n ".yml")}' \
+            "$root/docs/cli.md" ;;
     codeowners)
         seed_files codeowners "$fuzz"/seeds/codeowners/* ;;
     zip)

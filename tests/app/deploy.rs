@@ -1,5 +1,5 @@
 //! The deployment files agree with the code: the App manifest asks for the
-//! permissions and events README ("Registering the App") lists and the server accepts; the evidence
+//! permissions and events docs/app.md ("Register the App") lists and the server accepts; the evidence
 //! workflow uploads the artifact name and layout the gate reads; fly.toml
 //! health-checks the route the server serves.
 

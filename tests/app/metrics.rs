@@ -243,11 +243,12 @@ async fn the_job_gauges_come_from_the_store_of_every_instance() {
     );
 }
 
-/// README's metrics list names exactly the families the exposition declares, with their types.
+/// The App guide's metrics table (docs/app.md, "Metrics") names exactly the families the
+/// exposition declares, with their types.
 #[test]
-fn the_readme_lists_every_metric_with_its_type() {
-    let readme = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let listed: BTreeMap<String, String> = readme
+fn the_app_guide_lists_every_metric_with_its_type() {
+    let guide = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/app.md")).unwrap();
+    let listed: BTreeMap<String, String> = guide
         .lines()
         .filter_map(|l| l.strip_prefix("| `flakegate_"))
         .map(|rest| {
@@ -267,7 +268,7 @@ fn the_readme_lists_every_metric_with_its_type() {
             (name.to_owned(), kind.to_owned())
         })
         .collect();
-    assert_eq!(listed, declared, "README.md's metrics table against the exposition");
+    assert_eq!(listed, declared, "docs/app.md's metrics table against the exposition");
 }
 
 /// A store that cannot be read leaves the job gauges out (never zeros that look healthy) and

@@ -383,15 +383,16 @@ fn a_trust_rule_is_not_a_signal_policy_can_turn_off() {
     );
 }
 
-/// README's agent-proofing table states the corpus's outcomes: it must not drift from them.
+/// The agent-proofing table (docs/security.md, "Agent-proofing") states the corpus's
+/// outcomes: it must not drift from them.
 #[test]
-fn the_readme_table_says_what_the_corpus_expects() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let section = readme
+fn the_security_table_says_what_the_corpus_expects() {
+    let page = std::fs::read_to_string(root().join("docs/security.md")).unwrap();
+    let section = page
         .split("## Agent-proofing")
         .nth(1)
         .and_then(|s| s.split("\n## ").next())
-        .expect("README has an Agent-proofing section");
+        .expect("docs/security.md has an Agent-proofing section");
     let mut documented: Vec<(String, String)> = section
         .lines()
         .filter(|l| l.starts_with("| ") && !l.starts_with("| the patch") && !l.starts_with("| ---"))
@@ -432,7 +433,7 @@ fn nums(v: &Value) -> Vec<u64> {
     v.as_array().unwrap().iter().map(|n| n.as_u64().unwrap()).collect()
 }
 
-/// Issue 10 item 1 on the real evidence: a new `def`'s header lines (which coverage attributes
+/// Import-time lines and definition headers on the real evidence: a new `def`'s header lines (which coverage attributes
 /// only to import time) are witnessed by the tests that run its body; an import and a module
 /// constant are `import_time`, not blind; a patch of import-time lines alone is `uncovered`.
 #[test]
@@ -517,7 +518,7 @@ fn import_time_lines_and_definition_headers() {
     );
 }
 
-/// Issue 10 items 3–8: each message says what the patch did, where; an honest dependency is a
+/// The trust rules' messages: each says what the patch did, where; an honest dependency is a
 /// note, and a requirements file is judged although the default `no_evidence_paths` match it.
 #[test]
 fn trust_messages_name_the_trick() {
