@@ -1,4 +1,4 @@
-//! The App under load (issue 12): `/healthz` and webhook-ack latency while two 1 GB evaluations
+//! The App under load (docs/performance.md): `/healthz` and webhook-ack latency while two 1 GB evaluations
 //! run. Two real `flakegate serve` processes (this build's binary, as an operator runs it; two
 //! instances sharing one PostgreSQL queue, each taking one evaluation job: a worker judges one
 //! job at a time) against the loopback fake GitHub of the test suite (`tests/app/support/`), which serves two pull requests whose
@@ -42,7 +42,7 @@ use support::serve_process::ServeProcess;
 
 const BASE_SHA: &str = "d81107f42bd080577bf4faa97f4b2aabe4d66b8b";
 const PR: u64 = 12;
-/// `/healthz` p99 and webhook-ack p99 targets of issue 12, in milliseconds.
+/// `/healthz` p99 and webhook-ack p99 targets (docs/performance.md, "The App under load"), in milliseconds.
 const HEALTHZ_P99_MS: f64 = 5.0;
 const ACK_P99_MS: f64 = 20.0;
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Issue 12's table, measured side by side in one run (docs/performance.md, "How to rerun").
+# The performance targets' table, measured side by side in one run (docs/performance.md,
+# "The targets, side by side").
 # A plain harness: each command REPEAT times (default 3) after a warm-up read of its input;
 # prints the median wall time and the largest peak RSS of each row.
 #

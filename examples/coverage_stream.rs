@@ -42,7 +42,7 @@ fn main() {
         }
     }
     // Keep the witnesses of the changed lines only, as `flakegate check` does (with
-    // FLAKEGATE_KEEP_ALL=1, of every line: the reader before issue 11 item 14).
+    // FLAKEGATE_KEEP_ALL=1, of every line, as the earlier reader did).
     let mut keep: std::collections::BTreeMap<String, KeepLines> = std::collections::BTreeMap::new();
     for (p, line) in &changed {
         keep.entry(p.clone()).or_default().lines.insert(*line);
@@ -61,7 +61,7 @@ fn main() {
         read_data_file(std::path::Path::new(json), &matcher).map_err(|e| format!("{e:#}"))
     } else {
         let f = std::fs::File::open(json).expect("open the coverage file");
-        // FLAKEGATE_PREVIOUS_READER=1: the reader before issue 12 (serde_json's reader path);
+        // FLAKEGATE_PREVIOUS_READER=1: the previous reader (serde_json's reader path);
         // FLAKEGATE_BLOCK_READER=1: the block reader (what a pipe gets); by default the file
         // is mapped and scanned in place, as `flakegate check` does.
         if std::env::var_os("FLAKEGATE_PREVIOUS_READER").is_some() {

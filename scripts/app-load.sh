@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The App under load (issue 12): /healthz and webhook-ack latency (count, p50, p99, max) while two
+# The App under load (docs/performance.md): /healthz and webhook-ack latency (count, p50, p99, max) while two
 # ~1 GB evaluations run, measured on two real `flakegate serve` processes (release build) against
 # the loopback fake GitHub of the test suite. See benches/app_load.rs.
 #

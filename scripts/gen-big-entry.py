@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write a `coverage json --show-contexts` report in which one file's entry is large (a
 core module that every test runs) and a diff changing two of its lines: the memory row of
-docs/performance.md (issue 12: peak RSS <= 64 MB when the changed file's entry is 200 MB).
+docs/performance.md (its target: peak RSS <= 64 MB when the changed file's entry is 200 MB).
 
     python3 scripts/gen-big-entry.py OUT.json OUT.diff [--lines 1500] [--tests 2200]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The seed's logic in plain Python, the baseline row of docs/performance.md (issue 12):
+"""The seed's logic in plain Python, the baseline row of docs/performance.md's targets table:
 load coverage.json whole (`json.load`), take the diff's files and changed lines, and
 collect each changed line's witnessing tests in sets.
 

@@ -184,7 +184,7 @@ async fn every_corpus_entry_gets_its_verdict_from_the_app() {
                 e.name, run.status, run.conclusion
             ));
         }
-        // Issue 10 item 1: the App read the head's source, so the new def's header lines have
+        // The App read the head's source, so the new def's header lines have
         // the witnesses of its body (without it they would be import-time lines).
         if e.name == "honest_extract_method" {
             let f = record["files"]

@@ -1,8 +1,9 @@
-//! What the App posts when the pull request is hostile (issue 11, items 7, 8 and 15), end to
-//! end: real corpus entries (`tests/fixtures/corpus/`), their diffs changed the way an attacker
-//! with push access would change them, through the real router, store, worker and client
-//! against the fake GitHub — which checks every body against GitHub's OpenAPI subset and its
-//! size limits (`support::fake_github::github_limits`).
+//! What the App posts when the pull request is hostile (inert strings, GitHub's size limits, a
+//! diff that is not UTF-8; docs/security.md, "The App's defences"), end to end: real corpus
+//! entries (`tests/fixtures/corpus/`), their diffs changed the way an attacker with push access
+//! would change them, through the real router, store, worker and client against the fake
+//! GitHub — which checks every body against GitHub's OpenAPI subset and its size limits
+//! (`support::fake_github::github_limits`).
 
 use crate::support::app_harness::*;
 use crate::support::fake_repo::{ArtifactState, CheckRunState, CommentState, FakeRepo};
@@ -69,8 +70,9 @@ fn record(run: &CheckRunState) -> Value {
     serde_json::from_str(&text[start..end]).expect("the block is JSON")
 }
 
-/// Item 8: a 70 KB changed line, quoted by the reason that names it, becomes an annotation
-/// within GitHub's 64 KiB (cut with a note); the summary, text and comment stay within theirs.
+/// GitHub's limits: a 70 KB changed line, quoted by the reason that names it, becomes an
+/// annotation within GitHub's 64 KiB (cut with a note); the summary, text and comment stay within
+/// theirs.
 /// The fake GitHub refuses any request over a limit, and `verify` fails on it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_70_kb_changed_line_is_posted_within_githubs_limits() {
@@ -99,8 +101,9 @@ async fn a_70_kb_changed_line_is_posted_within_githubs_limits() {
     app.fake.verify().await;
 }
 
-/// Item 15: a Latin-1 file anywhere in the pull request's diff makes that file blind, with the
-/// diff line of its first invalid byte, and the rest of the patch is judged as usual.
+/// A diff that is not UTF-8: a Latin-1 file anywhere in the pull request's diff makes that file
+/// blind, with the diff line of its first invalid byte, and the rest of the patch is judged as
+/// usual.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_latin1_file_in_the_diff_is_blind_not_fatal() {
     let diff = diff_of("honest_bug_fix");
@@ -136,7 +139,7 @@ async fn a_latin1_file_in_the_diff_is_blind_not_fatal() {
     app.fake.verify().await;
 }
 
-/// Item 7: the hostile pull request of `tests/common/hostile.rs` (diff text, a path, a node
+/// Inert strings: the hostile pull request of `tests/common/hostile.rs` (diff text, a path, a node
 /// id, base and head ledger fields, each with a mention, an `<img>`, a forged heading and an
 /// unclosed `<!--`) through the App: the posted comment and check-run summary show every
 /// channel, and nothing of it is live; the one mention is the owner base CODEOWNERS names.

@@ -1,4 +1,4 @@
-//! Merge queues and drafts end to end (issue 13, items 1 and 2): `merge_group` deliveries
+//! Merge queues and drafts end to end (docs/app.md, "Merge queues"): `merge_group` deliveries
 //! (GitHub's sample payload, and the `destroyed` one derived from it) signed into the real
 //! router, the real SQLite store and worker, against the stateful fake repository whose
 //! compare and workflow-runs listings are checked against GitHub's OpenAPI subset.

@@ -1,7 +1,7 @@
-//! Verdicts that can be stolen (issue 11, items 1–6 and 9), each played against the real
-//! router, store, worker and client with the stateful fake repository: a pull request sharing
-//! a head with a friendlier base, a retargeted base, a green `flakegate` check made by a
-//! workflow, a late delivery for an older head, a fork's own pull request numbers, a lint
+//! Verdicts that can be stolen (docs/security.md, "The App's defences"), each played against
+//! the real router, store, worker and client with the stateful fake repository: a pull request
+//! sharing a head with a friendlier base, a retargeted base, a green `flakegate` check made by
+//! a workflow, a late delivery for an older head, a fork's own pull request numbers, a lint
 //! run taken for the evidence run, and annotations a later verdict leaves behind.
 
 use crate::scenarios::{assert_verdict, finish, open_then_evidence, start, summary, the_check, the_comment, title};

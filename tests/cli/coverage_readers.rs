@@ -1,4 +1,4 @@
-//! The coverage JSON readers (block scan and whole-slice scan, issue 12) against the previous
+//! The coverage JSON readers (block scan and whole-slice scan) against the previous
 //! one (serde_json's reader path, kept as `read_json_stream`): the same `Coverage` on every
 //! real report under `tests/fixtures/` and on reports written by `scripts/gen-coverage-json.py`
 //! (read from a slice, from blocks, and from the mapped file as `flakegate check` reads it).

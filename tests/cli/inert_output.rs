@@ -1,4 +1,4 @@
-//! Untrusted strings are inert in what `flakegate check` prints (issue 11, item 7): the
+//! Untrusted strings are inert in what `flakegate check` prints: the
 //! hostile pull request of `tests/common/hostile.rs` — diff text, a path, a node id and ledger
 //! fields each carrying a mention, an `<img>`, a forged heading and an unclosed `<!--` —
 //! rendered as markdown (the App's template) and as text.

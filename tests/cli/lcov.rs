@@ -1,4 +1,4 @@
-//! `flakegate check` on LCOV evidence (issue 14): the C project in
+//! `flakegate check` on LCOV evidence (docs/cli.md, "Other languages"): the C project in
 //! `tests/fixtures/lcov/project`, built with `gcc --coverage`, each cmocka test run on
 //! its own and captured with `lcov --capture --test-name`, the head suite's and the K
 //! base runs' cmocka JUnit, and the same runs laid out as bazel-testlogs

@@ -248,7 +248,7 @@ fn invalid_edits_fail_and_leave_the_file_untouched() {
     std::fs::write(&strict, "policy:\n  max_freeze_days: 30\n").unwrap();
     let add = |test: &'static str| vec!["ledger", "add", test, "--ledger", &l, "--today", "2026-11-20"];
 
-    // `test_checkout` is an LCOV test name now (issue 14); a name with a space is no test id.
+    // `test_checkout` is a test id (an LCOV test name); a name with a space is no test id.
     let mut a = add("test checkout");
     a.extend(["--owner", "o", "--reason", "r"]);
     refused(d, &ledger, &a, "is not a test id");

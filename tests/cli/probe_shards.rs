@@ -1,4 +1,4 @@
-//! Probes from a CI matrix (issue 14 item 5): `flakegate check --probe DIR` where DIR holds
+//! Probes from a CI matrix (docs/cli.md): `flakegate check --probe DIR` where DIR holds
 //! one directory per job (`<shard>/meta.json` and that job's runs), made here from the
 //! committed probe runs (tests/fixtures/probe, real pytest report-logs).
 

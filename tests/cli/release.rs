@@ -1,4 +1,4 @@
-//! A real release-to-release diff (issue 10): cachetools 6.1.0 → 6.2.0, from the two sdists,
+//! A real release-to-release diff: cachetools 6.1.0 → 6.2.0, from the two sdists,
 //! with the 6.2.0 suite's real per-test coverage and JUnit and a K = 3 probe of 6.1.0
 //! (`tests/fixtures/release/regen.sh`). The release adds `RRCache.__setitem__`/`__delitem__`,
 //! rewrites `popitem`, bumps `__version__` and adds tests beside the existing ones. The verdict

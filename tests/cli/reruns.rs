@@ -1,4 +1,4 @@
-//! Reruns on head (issue 14 item 4): `flakegate check` on pytest-rerunfailures' real
+//! Reruns on head (docs/cli.md, "Reruns on head"): `flakegate check` on pytest-rerunfailures' real
 //! report-log and JUnit (`tests/fixtures/reruns/`, made by `scripts/reruns.sh`), where
 //! `test_gateway_retry` failed its first attempt and passed its rerun.
 

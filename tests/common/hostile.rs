@@ -1,4 +1,4 @@
-//! A hostile pull request (issue 11, item 7), shared by the `cli` and `app` test binaries: the
+//! A hostile pull request, shared by the `cli` and `app` test binaries: the
 //! corpus entry `adv_sleep` (real git diff, real pytest and coverage.py evidence) with an
 //! attacker's strings put into each channel that reaches what flakegate renders:
 //!
