@@ -17,6 +17,9 @@ pub struct Config {
     pub policy: Policy,
     /// Owner name as written in the ledger → GitHub handle (`@user`, `@org/team`).
     pub owners: BTreeMap<String, String>,
+    /// The flake history's window and recovery rule.
+    #[serde(skip_serializing_if = "crate::gate::history::HistoryPolicy::is_default")]
+    pub history: crate::gate::history::HistoryPolicy,
 }
 
 impl Default for Config {
@@ -26,6 +29,7 @@ impl Default for Config {
             evidence: EvidenceConfig::default(),
             policy: Policy::default(),
             owners: BTreeMap::new(),
+            history: crate::gate::history::HistoryPolicy::default(),
         }
     }
 }

@@ -27,6 +27,7 @@ pub mod config;
 pub mod coverage;
 pub mod error;
 pub mod expiry;
+pub mod history;
 pub mod inert;
 pub mod input;
 pub(crate) mod json_spans;

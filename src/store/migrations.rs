@@ -44,6 +44,8 @@ CREATE TABLE comments (
     PUBLICATIONS,
     // 7: the expired-freezes issue per repository, and short-lived named locks.
     EXPIRY_ISSUES,
+    // 8: the flake history (per repository id: per-day counts, per-sha counts, failures in detail).
+    HISTORY_SQLITE,
 ];
 
 /// The latest delivery of an event for a head (`Store::latest_delivery`); same on both backends.
@@ -116,6 +118,59 @@ CREATE TABLE comments (
     PUBLICATIONS,
     // 7
     EXPIRY_ISSUES,
+    // 8
+    HISTORY_POSTGRES,
 ];
+
+/// The flake history, keyed by repository id (a rename keeps it; a new repository under an old
+/// name does not inherit it). Failures are rare, so they are kept in detail (`history_failures`,
+/// the audit trail); passes only as counts: per test and day (`history_days`, the window's
+/// totals), per test and sha where the test was probed or has failed (`history_sha`, the "same
+/// code" check), and the passing streak since the last failure (`history_streak`, recovery).
+/// `history_repositories` names each repository id's history (the command line's file checks it).
+macro_rules! history_tables {
+    () => {
+        "
+CREATE TABLE history_repositories (repo_id BIGINT PRIMARY KEY, name TEXT NOT NULL);
+CREATE TABLE history_recorded (repo_id BIGINT NOT NULL, run_key TEXT NOT NULL, at BIGINT NOT NULL,
+    PRIMARY KEY (repo_id, run_key));
+CREATE TABLE history_days (repo_id BIGINT NOT NULL, test TEXT NOT NULL, day BIGINT NOT NULL,
+    passes BIGINT NOT NULL, failures BIGINT NOT NULL, PRIMARY KEY (repo_id, test, day));
+CREATE INDEX history_days_day ON history_days (day);
+CREATE TABLE history_sha (repo_id BIGINT NOT NULL, test TEXT NOT NULL, sha TEXT NOT NULL,
+    passes BIGINT NOT NULL, failures BIGINT NOT NULL, last_at BIGINT NOT NULL, PRIMARY KEY (repo_id, test, sha));
+CREATE INDEX history_sha_last ON history_sha (last_at);
+CREATE TABLE history_streak (repo_id BIGINT NOT NULL, test TEXT NOT NULL, passes BIGINT NOT NULL,
+    PRIMARY KEY (repo_id, test));
+CREATE INDEX history_failures_test ON history_failures (repo_id, test, at);
+CREATE INDEX history_failures_at ON history_failures (at);
+"
+    };
+}
+
+const HISTORY_SQLITE: &str = concat!(
+    "CREATE TABLE history_failures (id INTEGER PRIMARY KEY AUTOINCREMENT, repo_id BIGINT NOT NULL, test TEXT NOT NULL,
+    sha TEXT NOT NULL, kind TEXT NOT NULL, pr BIGINT, run_id BIGINT, attempt BIGINT, failures BIGINT NOT NULL,
+    at BIGINT NOT NULL);",
+    history_tables!()
+);
+
+const HISTORY_POSTGRES: &str = concat!(
+    "CREATE TABLE history_failures (id BIGSERIAL PRIMARY KEY, repo_id BIGINT NOT NULL, test TEXT NOT NULL,
+    sha TEXT NOT NULL, kind TEXT NOT NULL, pr BIGINT, run_id BIGINT, attempt BIGINT, failures BIGINT NOT NULL,
+    at BIGINT NOT NULL);",
+    history_tables!()
+);
+
+/// A database migrated by a newer flakegate (a history file from a later version) is refused,
+/// not read with a schema this build does not know.
+pub fn check_version(applied: i64, known: usize) -> anyhow::Result<()> {
+    if applied > known as i64 {
+        anyhow::bail!(
+            "the database has schema version {applied}, newer than this flakegate knows ({known}): use the flakegate that wrote it, or a newer one"
+        );
+    }
+    Ok(())
+}
 
 pub const CREATE_VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY)";

@@ -7,6 +7,8 @@
 
 #[macro_use]
 mod common;
+#[macro_use]
+mod history;
 mod job;
 mod migrations;
 mod postgres;
@@ -69,6 +71,61 @@ impl Store {
 
     pub fn policy(&self) -> RetryPolicy {
         dispatch!(self, s => s.policy)
+    }
+
+    /// Claim `repo_id`'s history for repository `name` (see the backends: an id held under
+    /// another name is an error unless `rename`).
+    pub async fn history_repository(&self, repo_id: i64, name: &str, rename: bool) -> anyhow::Result<()> {
+        dispatch!(self, s => s.history_repository(repo_id, name, rename).await)
+    }
+
+    /// Add observations to a repository's flake history, all or none; a run (`run_key`)
+    /// already recorded adds nothing and returns `None`.
+    pub async fn record_history(
+        &self,
+        repo_id: i64,
+        run_key: &str,
+        observations: &[crate::gate::history::Observation],
+        now: DateTime<Utc>,
+    ) -> anyhow::Result<Option<u64>> {
+        dispatch!(self, s => s.record_history(repo_id, run_key, observations, now).await)
+    }
+
+    /// What a repository's history knows of `tests` within the window ending at `now`.
+    pub async fn history_for(
+        &self,
+        repo_id: i64,
+        tests: &[crate::gate::TestId],
+        base_sha: Option<&str>,
+        now: DateTime<Utc>,
+        window: &crate::gate::history::HistoryPolicy,
+    ) -> anyhow::Result<crate::gate::history::History> {
+        dispatch!(self, s => s.history_for(repo_id, tests, base_sha, now, window.window_days, window.recovery_runs).await)
+    }
+
+    /// Tests that failed on a sha where they also passed, within the window.
+    pub async fn history_unstable_tests(
+        &self,
+        repo_id: i64,
+        now: DateTime<Utc>,
+        window_days: u32,
+    ) -> anyhow::Result<Vec<crate::gate::TestId>> {
+        dispatch!(self, s => s.history_unstable_tests(repo_id, now, window_days).await)
+    }
+
+    /// Drop observations older than the window; returns the rows left.
+    pub async fn compact_history(&self, now: DateTime<Utc>, window_days: u32) -> anyhow::Result<u64> {
+        dispatch!(self, s => s.compact_history(now, window_days).await)
+    }
+
+    /// Delete a repository's history (the App was uninstalled from it).
+    pub async fn delete_history(&self, repo_id: i64) -> anyhow::Result<()> {
+        dispatch!(self, s => s.delete_history(repo_id).await)
+    }
+
+    /// Rows the history holds, all repositories together.
+    pub async fn history_size(&self) -> anyhow::Result<u64> {
+        dispatch!(self, s => s.history_size().await)
     }
 
     /// Cheap round trip for `/healthz`.

@@ -58,6 +58,7 @@ impl PgStore {
         let (applied,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM schema_migrations")
             .fetch_one(&mut *tx)
             .await?;
+        migrations::check_version(applied, migrations::POSTGRES.len())?;
         for (i, m) in migrations::POSTGRES.iter().enumerate().skip(applied as usize) {
             sqlx::raw_sql(m).execute(&mut *tx).await?;
             sqlx::query("INSERT INTO schema_migrations (version) VALUES ($1)")
@@ -97,4 +98,5 @@ impl PgStore {
 
 impl PgStore {
     common_store_methods!();
+    common_history_methods!();
 }

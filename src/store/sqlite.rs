@@ -49,6 +49,7 @@ impl SqliteStore {
             let (applied,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM schema_migrations")
                 .fetch_one(&mut *conn)
                 .await?;
+            migrations::check_version(applied, migrations::SQLITE.len())?;
             for (i, m) in migrations::SQLITE.iter().enumerate().skip(applied as usize) {
                 sqlx::raw_sql(m).execute(&mut *conn).await?;
                 sqlx::query("INSERT INTO schema_migrations (version) VALUES ($1)")
@@ -79,4 +80,5 @@ impl SqliteStore {
 
 impl SqliteStore {
     common_store_methods!();
+    common_history_methods!();
 }

@@ -42,14 +42,14 @@ fn delivery(id: &str, pr: u64, sha: &str) -> NewDelivery {
 }
 
 /// A fresh database for one case; `reopen` gives a second handle on the same data.
-struct Db {
+pub(crate) struct Db {
     url: String,
     pg_schema: Option<String>,
     _dir: Option<tempfile::TempDir>,
 }
 
 impl Db {
-    async fn sqlite() -> Db {
+    pub(crate) async fn sqlite() -> Db {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}?mode=rwc", dir.path().join("flakegate.db").display());
         Db {
@@ -59,7 +59,7 @@ impl Db {
         }
     }
 
-    async fn postgres(case: &str) -> Db {
+    pub(crate) async fn postgres(case: &str) -> Db {
         let url = crate::support::postgres::url();
         let schema = format!("t_{case}_{}", std::process::id());
         let mut conn = sqlx::PgConnection::connect(&url).await.unwrap_or_else(|e| {
@@ -81,7 +81,7 @@ impl Db {
         }
     }
 
-    async fn open(&self) -> Store {
+    pub(crate) async fn open(&self) -> Store {
         match &self.pg_schema {
             None => Store::Sqlite(SqliteStore::open(&self.url, policy()).await.unwrap()),
             Some(schema) => {
@@ -93,7 +93,7 @@ impl Db {
         }
     }
 
-    async fn cleanup(self) {
+    pub(crate) async fn cleanup(self) {
         if let Some(schema) = &self.pg_schema {
             let mut conn = sqlx::PgConnection::connect(&self.url).await.unwrap();
             sqlx::raw_sql(&format!("DROP SCHEMA {schema} CASCADE"))
@@ -814,6 +814,7 @@ async fn expiry_issues_and_locks(db: &Db) {
         .unwrap());
 }
 
+/// Each case once on SQLite and once on PostgreSQL.
 macro_rules! contract {
     ($($case:ident),* $(,)?) => {
         mod sqlite {
@@ -838,6 +839,8 @@ macro_rules! contract {
         }
     };
 }
+
+pub(crate) use contract;
 
 contract!(
     dedupe,

@@ -1,0 +1,445 @@
+//! Flake history: what earlier runs showed about each test, kept across pull requests, and
+//! how it joins this evidence's probe to judge stability.
+//!
+//! The store keeps, per repository, every trusted observation: a base probe's counts per test
+//! and sha, and the head run's outcomes (of tests that executed no changed line, recorded for
+//! the *base* sha: they ran the base's code). This module is the pure half: the observations
+//! one evidence yields ([`observations`]), what the store hands back for the tests that matter
+//! ([`History`]), and the judgement ([`Stabilities`]): a test is **unstable** when it both
+//! passed and failed on one sha within the window — in this probe, in the history, or the two
+//! together — until [`RECOVERY`]'s rule clears it; **broken** when every run on the base sha
+//! failed.
+
+use crate::gate::input::Evidence;
+use crate::gate::nodeid::TestId;
+use crate::gate::probe::{Probe, ProbeCounts, Stability};
+use crate::gate::report::{FileEvidence, ReasonCode, Report};
+use crate::gate::results::{Outcome, TestResults};
+use chrono::NaiveDate;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The recovery rule, as the report and the docs state it.
+pub const RECOVERY: &str = "a test seen unstable stays unstable until it passes `history.recovery_runs` runs in a row after its last failure (none of them failing)";
+
+/// `history` in `.github/flakegate.yml`: how long observations count, and the recovery rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HistoryPolicy {
+    /// Observations older than this many days are dropped. Default 90.
+    pub window_days: u32,
+    /// Passing runs in a row, after its last failure, that clear a test seen unstable. Default 50:
+    /// a test still failing 4.5 % of its runs or more fails among 50 with 90 % chance.
+    pub recovery_runs: u32,
+}
+
+impl Default for HistoryPolicy {
+    fn default() -> Self {
+        HistoryPolicy {
+            window_days: 90,
+            recovery_runs: 50,
+        }
+    }
+}
+
+impl HistoryPolicy {
+    pub fn is_default(&self) -> bool {
+        *self == HistoryPolicy::default()
+    }
+}
+
+/// Which kind of run an observation comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunKind {
+    /// A run of the base tree's suite (or its witnesses) by the probe.
+    Probe,
+    /// The head run: for a test that executed no changed line, a run of the base's code.
+    Head,
+}
+
+impl RunKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunKind::Probe => "probe",
+            RunKind::Head => "head",
+        }
+    }
+    pub fn parse(s: &str) -> Option<RunKind> {
+        match s {
+            "probe" => Some(RunKind::Probe),
+            "head" => Some(RunKind::Head),
+            _ => None,
+        }
+    }
+}
+
+/// Where an observation was made: the audit trail every instability the report cites carries.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Source {
+    /// The commit whose code ran.
+    pub sha: String,
+    pub kind: RunKind,
+    /// The pull request whose evidence it came from, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pr: Option<u64>,
+    /// The workflow run, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<u64>,
+    /// The run's attempt (a re-run is a new attempt of the same run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    /// The UTC date it was recorded.
+    pub date: NaiveDate,
+}
+
+impl Source {
+    /// "#481, run 9912 (attempt 2), probe of 1a2b3c4, 2026-11-02".
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(pr) = self.pr {
+            parts.push(format!("#{pr}"));
+        }
+        if let Some(run) = self.run_id {
+            match self.attempt {
+                Some(a) if a > 1 => parts.push(format!("run {run} (attempt {a})")),
+                _ => parts.push(format!("run {run}")),
+            }
+        }
+        let short: String = self.sha.chars().take(7).collect();
+        let what = match self.kind {
+            RunKind::Probe => format!("probe of {short}"),
+            RunKind::Head => format!("head run on {short}'s code"),
+        };
+        parts.push(what);
+        parts.push(self.date.to_string());
+        parts.join(", ")
+    }
+}
+
+/// What one evidence shows of one test on one sha: its passing and failing runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Observation {
+    pub test: TestId,
+    pub passes: u32,
+    pub failures: u32,
+    pub source: Source,
+}
+
+/// What the history knows of one test within its window, not counting this evidence.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestHistory {
+    /// Pass/fail runs in the window (fork pull requests' passes excluded).
+    pub runs: u64,
+    pub failures: u64,
+    /// The oldest day of the window with an observation of the test.
+    pub since: Option<NaiveDate>,
+    /// The latest failure on a sha where the test also passed: the instability's source.
+    pub unstable_on: Option<Source>,
+    /// The latest failure.
+    pub last_failure: Option<Source>,
+    /// Passing runs recorded after the latest failure.
+    pub passes_since_failure: u64,
+    /// Passes and failures on this evidence's base sha.
+    pub on_base: (u64, u64),
+}
+
+/// The history the store holds for the tests this evidence names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct History {
+    pub tests: BTreeMap<TestId, TestHistory>,
+    /// `history.window_days`: observations older than this are not here.
+    pub window_days: u32,
+    /// `history.recovery_runs`.
+    pub recovery_runs: u32,
+    /// Observations the store holds for the repository in all (for the report).
+    pub observations: u64,
+}
+
+/// How the history and this evidence's probe judge one test.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Judgement {
+    pub stability: Stability,
+    /// Pass/fail runs the judgement rests on (history and this probe).
+    pub runs: u64,
+    pub failures: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<NaiveDate>,
+    /// Where the instability (or the latest failure) was seen; `None` when this probe alone shows it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seen: Option<Source>,
+    /// This evidence's probe did not run the test: the judgement is the history's alone.
+    pub history_only: bool,
+}
+
+/// The stability of tests from this evidence's probe and the history together.
+#[derive(Debug, Clone, Copy)]
+pub struct Stabilities<'a> {
+    pub probe: Option<&'a Probe>,
+    pub history: Option<&'a History>,
+}
+
+impl<'a> Stabilities<'a> {
+    pub fn new(probe: Option<&'a Probe>, history: Option<&'a History>) -> Self {
+        Stabilities { probe, history }
+    }
+
+    /// The stability of `test`, or `None` when neither the probe nor the history ran it.
+    pub fn stability(&self, test: &TestId) -> Option<Stability> {
+        self.judge(test).map(|j| j.stability)
+    }
+
+    /// The probe's counts for `test` (this evidence only).
+    pub fn probe_counts(&self, test: &TestId) -> Option<ProbeCounts> {
+        self.probe.and_then(|p| p.tests.get(test)).copied()
+    }
+
+    /// The whole judgement of `test`.
+    pub fn judge(&self, test: &TestId) -> Option<Judgement> {
+        let probed = self.probe_counts(test).filter(|c| c.runs > 0);
+        let Some(h) = self.history.and_then(|h| h.tests.get(test).map(|t| (h, t))) else {
+            return probed.map(|c| Judgement {
+                stability: c.stability(),
+                runs: u64::from(c.runs),
+                failures: u64::from(c.failures),
+                since: None,
+                seen: None,
+                history_only: false,
+            });
+        };
+        let (h, th) = h;
+        let (p_runs, p_fail) = probed.map_or((0, 0), |c| (u64::from(c.runs), u64::from(c.failures)));
+        let runs = th.runs + p_runs;
+        let failures = th.failures + p_fail;
+        if runs == 0 {
+            return None;
+        }
+        // This probe and the history's runs on the same base sha are runs of the same code.
+        let base_passes = th.on_base.0 + (p_runs - p_fail);
+        let base_failures = th.on_base.1 + p_fail;
+        let recovered = th.passes_since_failure >= u64::from(h.recovery_runs.max(1));
+        let probe_unstable = probed.is_some_and(|c| c.stability() == Stability::Unstable);
+        let (stability, seen) = if probe_unstable {
+            (Stability::Unstable, None)
+        } else if base_passes > 0 && base_failures > 0 {
+            (Stability::Unstable, th.last_failure.clone())
+        } else if th.unstable_on.is_some() && !recovered {
+            (Stability::Unstable, th.unstable_on.clone())
+        } else if base_failures > 0 && base_passes == 0 {
+            (Stability::BrokenOnBase, th.last_failure.clone())
+        } else {
+            (Stability::StablePassing, th.last_failure.clone())
+        };
+        Some(Judgement {
+            stability,
+            runs,
+            failures,
+            since: th.since,
+            seen,
+            history_only: probed.is_none(),
+        })
+    }
+}
+
+/// The tests whose history the gate may ask for: every test named by the coverage of the
+/// changed files (the witnesses are among them) and every test of the head results that failed
+/// or was rerun.
+pub fn tests_of_interest(
+    coverage: Option<&crate::gate::coverage::Coverage>,
+    results: Option<&TestResults>,
+) -> BTreeSet<TestId> {
+    let mut out = BTreeSet::new();
+    if let Some(cov) = coverage {
+        for f in cov.files.values() {
+            out.extend(f.tests.iter().cloned());
+        }
+    }
+    if let Some(res) = results {
+        for (id, r) in &res.tests {
+            if r.outcome.is_failure() || r.reruns > 0 {
+                out.insert(id.clone());
+            }
+        }
+    }
+    out
+}
+
+/// How a head-run outcome counts: (passes, failures), each failed attempt a rerun plugin
+/// repeated one more failure; skips and expected failures count nothing.
+pub fn head_counts(outcome: Outcome, reruns: u32) -> (u32, u32) {
+    let (p, f) = match outcome {
+        Outcome::Passed | Outcome::XPassed => (1, 0),
+        Outcome::Failed | Outcome::Error => (0, 1),
+        Outcome::Skipped | Outcome::XFailed => (0, 0),
+    };
+    (p, f + reruns)
+}
+
+/// The observations of one probe on `base`: one per test it ran.
+pub fn probe_observations(probe: &Probe, source: &Source) -> Vec<Observation> {
+    probe
+        .tests
+        .iter()
+        .filter(|(_, c)| c.runs > 0)
+        .map(|(test, c)| Observation {
+            test: test.clone(),
+            passes: c.runs - c.failures.min(c.runs),
+            failures: c.failures.min(c.runs),
+            source: source.clone(),
+        })
+        .collect()
+}
+
+/// Who and what an evidence's observations are recorded as coming from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordContext {
+    pub pr: Option<u64>,
+    pub run_id: Option<u64>,
+    pub attempt: Option<u32>,
+    pub date: NaiveDate,
+    /// The pull request comes from a fork: its runs may show a test unstable (failures of
+    /// base probe runs), never stable (no passes, no head runs).
+    pub fork: bool,
+}
+
+/// The observations one judged evidence adds to the history, or why it adds none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recording {
+    pub observations: Vec<Observation>,
+    /// Why parts were left out (for notes and logs), e.g. "a trust rule fired".
+    pub skipped: Vec<String>,
+}
+
+/// Reason codes under which nothing of the evidence is recorded: it may have been shaped by
+/// the patch (or is not this head's, or is missing).
+pub fn blocks_recording(code: ReasonCode) -> bool {
+    code == ReasonCode::MissingEvidence || code.is_about_the_patchs_evidence()
+}
+
+/// May a head-run outcome of a test that executed no changed line be taken for a run of the
+/// base's code? Only when the patch cannot have changed what such a test ran: every changed
+/// file is measured code or needs no evidence, no changed line ran at import time, and no
+/// trust rule fired. Under any doubt, no.
+pub fn untouched_tests_ran_base_code(report: &Report) -> bool {
+    report.reasons.iter().all(|r| !blocks_recording(r.code))
+        && report.files.iter().all(|f| {
+            matches!(
+                f.evidence,
+                FileEvidence::NotNeeded | FileEvidence::NoExecutableChange | FileEvidence::Measured
+            ) && f.import_time_lines.is_empty()
+        })
+}
+
+/// Every test that executed a changed line, whatever its status.
+pub fn witness_union(report: &Report) -> BTreeSet<&TestId> {
+    let w = &report.witnesses;
+    w.stable
+        .iter()
+        .chain(&w.frozen)
+        .chain(&w.unstable)
+        .chain(&w.failing_on_base)
+        .chain(&w.unjoined)
+        .chain(&w.head_flaky)
+        .collect()
+}
+
+/// What a judged evidence teaches the history: this evidence's probe on the base sha, and the
+/// head run's outcomes — of a test that executed no changed line, on the base sha (it ran the
+/// base's code, see [`untouched_tests_ran_base_code`]); of a witness, on the head sha (a re-run
+/// attempt of the same head is a run of the same code). Nothing when a trust rule fired.
+pub fn observations(report: &Report, ev: &Evidence, ctx: &RecordContext) -> Recording {
+    let mut out = Recording {
+        observations: Vec::new(),
+        skipped: Vec::new(),
+    };
+    let blocking: Vec<&str> = report
+        .reasons
+        .iter()
+        .filter(|r| blocks_recording(r.code))
+        .map(|r| r.code.as_str())
+        .collect();
+    if !blocking.is_empty() {
+        out.skipped.push(format!(
+            "nothing recorded: the evidence may have been shaped by the patch ({})",
+            blocking.join(", ")
+        ));
+        return out;
+    }
+    let meta = ev.meta.as_ref();
+    let base = report
+        .base_sha
+        .clone()
+        .or_else(|| meta.and_then(|m| m.base_sha.clone()));
+    let head = report
+        .head_sha
+        .clone()
+        .or_else(|| meta.and_then(|m| m.head_sha.clone()));
+    let source = |sha: &str, kind| Source {
+        sha: sha.to_string(),
+        kind,
+        pr: ctx.pr,
+        run_id: ctx.run_id,
+        attempt: ctx.attempt,
+        date: ctx.date,
+    };
+    let Some(base) = base.filter(|s| !s.trim().is_empty()) else {
+        out.skipped
+            .push("nothing recorded: the evidence names no base sha".into());
+        return out;
+    };
+    if let Some(p) = &ev.probe {
+        for mut o in probe_observations(p, &source(&base, RunKind::Probe)) {
+            if ctx.fork {
+                // A fork's runs never make a test look stable: only its failures count.
+                if o.failures == 0 {
+                    continue;
+                }
+                o.passes = 0;
+            }
+            out.observations.push(o);
+        }
+    }
+    let Some(res) = &ev.results else {
+        return out;
+    };
+    if ctx.fork {
+        out.skipped
+            .push("head run not recorded: the pull request comes from a fork".into());
+        return out;
+    }
+    let touched = witness_union(report);
+    let untouched_ok = untouched_tests_ran_base_code(report);
+    if !untouched_ok {
+        out.skipped.push(
+            "head outcomes of tests that ran no changed line not recorded: some changed file is not measured code, or a changed line ran at import time"
+                .into(),
+        );
+    }
+    for (test, r) in &res.tests {
+        let (passes, failures) = head_counts(r.outcome, r.reruns);
+        if passes + failures == 0 {
+            continue;
+        }
+        let sha = if touched.contains(test) {
+            match &head {
+                Some(h) if !h.trim().is_empty() => h.clone(),
+                _ => continue,
+            }
+        } else if untouched_ok {
+            base.clone()
+        } else {
+            continue;
+        };
+        out.observations.push(Observation {
+            test: test.clone(),
+            passes,
+            failures,
+            source: source(&sha, RunKind::Head),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "history/tests.rs"]
+mod tests;

@@ -1,0 +1,206 @@
+//! The flake history's storage contract, on SQLite and PostgreSQL (`store.rs`'s `Db`): what is
+//! recorded is read back per test and sha, a run is recorded once, the window and deletion
+//! forget what they should, and a repository is its id.
+
+use chrono::{DateTime, Duration as Span, NaiveDate, TimeZone as _, Utc};
+use flakegate::gate::history::{HistoryPolicy, Observation, RunKind, Source};
+use flakegate::gate::TestId;
+
+use crate::store::{contract, Db};
+
+fn now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 20, 12, 0, 0).unwrap()
+}
+
+fn day(offset: i64) -> NaiveDate {
+    (now() + Span::days(offset)).date_naive()
+}
+
+fn obs(test: &str, sha: &str, kind: RunKind, passes: u32, failures: u32, pr: u64, date: NaiveDate) -> Observation {
+    Observation {
+        test: TestId::new(test),
+        passes,
+        failures,
+        source: Source {
+            sha: sha.into(),
+            kind,
+            pr: Some(pr),
+            run_id: Some(9000 + pr),
+            attempt: Some(1),
+            date,
+        },
+    }
+}
+
+fn t(s: &str) -> TestId {
+    TestId::new(s)
+}
+
+const REPO: i64 = 4242;
+
+async fn per_sha_counts_and_instability(db: &Db) {
+    let s = db.open().await;
+    let policy = HistoryPolicy::default();
+    // PR 1's probe on `base` sees `flaky` fail once in 7; PR 2's only passes.
+    let r1 = s
+        .record_history(
+            REPO,
+            "run:9001:1",
+            &[
+                obs("flaky", "base", RunKind::Probe, 6, 1, 1, day(-2)),
+                obs("steady", "base", RunKind::Probe, 7, 0, 1, day(-2)),
+            ],
+            now(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r1, Some(2));
+    s.record_history(
+        REPO,
+        "run:9002:1",
+        &[obs("flaky", "base", RunKind::Probe, 7, 0, 2, day(-1))],
+        now(),
+    )
+    .await
+    .unwrap();
+    let h = s
+        .history_for(
+            REPO,
+            &[t("flaky"), t("steady"), t("never")],
+            Some("base"),
+            now(),
+            &policy,
+        )
+        .await
+        .unwrap();
+    assert!(!h.tests.contains_key(&t("never")), "a test never seen is left out");
+    let f = &h.tests[&t("flaky")];
+    assert_eq!((f.runs, f.failures, f.on_base), (14, 1, (13, 1)));
+    assert_eq!(f.since, Some(day(-2)));
+    let seen = f.unstable_on.as_ref().expect("failed and passed on one sha");
+    assert_eq!((seen.pr, seen.run_id, seen.sha.as_str()), (Some(1), Some(9001), "base"));
+    assert_eq!(f.passes_since_failure, 7);
+    let st = &h.tests[&t("steady")];
+    assert_eq!((st.runs, st.failures, st.unstable_on.is_none()), (7, 0, true));
+    assert_eq!(
+        s.history_unstable_tests(REPO, now(), 90).await.unwrap(),
+        vec![t("flaky")]
+    );
+    // Another sha's passes are not "the same code": a failure on `old` alone is no instability.
+    let h = s
+        .history_for(REPO, &[t("flaky")], Some("other"), now(), &policy)
+        .await
+        .unwrap();
+    assert_eq!(h.tests[&t("flaky")].on_base, (0, 0));
+}
+
+async fn a_run_is_recorded_once(db: &Db) {
+    let s = db.open().await;
+    let o = [obs("a", "base", RunKind::Probe, 1, 1, 1, day(0))];
+    assert_eq!(s.record_history(REPO, "run:1:1", &o, now()).await.unwrap(), Some(1));
+    assert_eq!(s.record_history(REPO, "run:1:1", &o, now()).await.unwrap(), None);
+    // The next attempt of the same run is a new run.
+    assert_eq!(s.record_history(REPO, "run:1:2", &o, now()).await.unwrap(), Some(1));
+    let h = s
+        .history_for(REPO, &[t("a")], Some("base"), now(), &HistoryPolicy::default())
+        .await
+        .unwrap();
+    assert_eq!(h.tests[&t("a")].runs, 4);
+}
+
+async fn head_passes_are_counts_unless_the_test_has_failed(db: &Db) {
+    let s = db.open().await;
+    // A head run's pass of a test that never failed: counted per day, not per sha.
+    s.record_history(REPO, "k1", &[obs("a", "s1", RunKind::Head, 1, 0, 1, day(0))], now())
+        .await
+        .unwrap();
+    let h = s
+        .history_for(REPO, &[t("a")], Some("s1"), now(), &HistoryPolicy::default())
+        .await
+        .unwrap();
+    assert_eq!((h.tests[&t("a")].runs, h.tests[&t("a")].on_base), (1, (0, 0)));
+    // Once it has failed, its passes on a sha are kept, so a later pass on the failure's sha
+    // shows it unstable.
+    s.record_history(REPO, "k2", &[obs("a", "s2", RunKind::Head, 0, 1, 2, day(0))], now())
+        .await
+        .unwrap();
+    s.record_history(REPO, "k3", &[obs("a", "s2", RunKind::Head, 1, 0, 3, day(0))], now())
+        .await
+        .unwrap();
+    let h = s
+        .history_for(REPO, &[t("a")], Some("s2"), now(), &HistoryPolicy::default())
+        .await
+        .unwrap();
+    let a = &h.tests[&t("a")];
+    assert_eq!((a.runs, a.failures, a.on_base), (3, 1, (1, 1)));
+    assert_eq!(a.unstable_on.as_ref().map(|s| s.kind), Some(RunKind::Head));
+    assert_eq!(a.passes_since_failure, 1);
+}
+
+async fn window_and_deletion(db: &Db) {
+    let s = db.open().await;
+    s.record_history(
+        REPO,
+        "old",
+        &[obs("a", "s", RunKind::Probe, 3, 1, 1, day(-100))],
+        now() - Span::days(100),
+    )
+    .await
+    .unwrap();
+    s.record_history(REPO, "new", &[obs("a", "t", RunKind::Probe, 7, 0, 2, day(-1))], now())
+        .await
+        .unwrap();
+    s.record_history(7, "other", &[obs("a", "t", RunKind::Probe, 7, 0, 2, day(-1))], now())
+        .await
+        .unwrap();
+    let policy = HistoryPolicy::default();
+    // Older than the window: not read, then compacted away.
+    let h = s.history_for(REPO, &[t("a")], Some("s"), now(), &policy).await.unwrap();
+    let a = &h.tests[&t("a")];
+    assert_eq!(
+        (a.runs, a.failures, a.unstable_on.is_none(), a.on_base),
+        (7, 0, true, (0, 0))
+    );
+    let before = s.history_size().await.unwrap();
+    let after = s.compact_history(now(), 90).await.unwrap();
+    assert!(after < before, "compaction dropped the old rows ({before} → {after})");
+    // Uninstalled from REPO: its history goes, the other repository's stays.
+    s.delete_history(REPO).await.unwrap();
+    let h = s.history_for(REPO, &[t("a")], Some("t"), now(), &policy).await.unwrap();
+    assert!(h.tests.is_empty());
+    let h = s.history_for(7, &[t("a")], Some("t"), now(), &policy).await.unwrap();
+    assert_eq!(h.tests[&t("a")].runs, 7);
+}
+
+async fn a_repository_is_its_id(db: &Db) {
+    let s = db.open().await;
+    s.history_repository(REPO, "octo/repo", false).await.unwrap();
+    s.history_repository(REPO, "octo/repo", false).await.unwrap();
+    let err = s.history_repository(REPO, "octo/other", false).await.unwrap_err();
+    assert!(err.to_string().contains("belongs to repository octo/repo"), "{err}");
+    // The App follows a rename.
+    s.history_repository(REPO, "octo/renamed", true).await.unwrap();
+    s.history_repository(REPO, "octo/renamed", false).await.unwrap();
+}
+
+async fn a_failed_write_records_nothing(db: &Db) {
+    let s = db.open().await;
+    let bad = [
+        obs("a", "base", RunKind::Probe, 1, 1, 1, day(0)),
+        obs("b", "", RunKind::Probe, 1, 0, 1, day(0)),
+    ];
+    let err = s.record_history(REPO, "k", &bad, now()).await.unwrap_err();
+    assert!(err.to_string().contains("names no sha"), "{err}");
+    assert_eq!(s.history_size().await.unwrap(), 0);
+    // The run was not marked recorded either.
+    assert_eq!(s.record_history(REPO, "k", &bad[..1], now()).await.unwrap(), Some(1));
+}
+
+contract!(
+    per_sha_counts_and_instability,
+    a_run_is_recorded_once,
+    head_passes_are_counts_unless_the_test_has_failed,
+    window_and_deletion,
+    a_repository_is_its_id,
+    a_failed_write_records_nothing,
+);
