@@ -55,35 +55,33 @@ pub struct CheckArgs {
     /// Directory whose templates override the bundled ones (by file name).
     #[arg(long, value_name = "DIR")]
     pub templates: Option<PathBuf>,
+    #[command(flatten)]
+    pub history: HistoryArgs,
+}
+
+/// The flake history on the command line: a SQLite file (created when missing) that CI can keep
+/// between runs with its cache.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct HistoryArgs {
+    /// Judge with the flake history in this SQLite file: a test that passed and failed on one sha
+    /// in any earlier recorded run is unstable.
+    #[arg(long, value_name = "FILE")]
+    pub history: Option<PathBuf>,
+    /// Also add this evidence's observations to the history (only when no trust rule fired).
+    #[arg(long, requires = "history")]
+    pub record: bool,
+    /// The repository the history belongs to (default: $GITHUB_REPOSITORY, else git's `origin`
+    /// URL, else `local`); a history file of another repository is refused.
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repository: Option<String>,
+    /// The pull request the evidence belongs to, recorded as the source of its observations.
+    #[arg(long, value_name = "N")]
+    pub pr: Option<u64>,
 }
 
 /// `flakegate check`: returns the exit status (0 PASS / PASS_WITH_CAVEAT, 1 FAIL / INCONCLUSIVE).
 pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
-    let today = args.today.unwrap_or_else(super::today_utc);
-    let src = CommandLine { args: &args };
-    // The git reader never awaits anything: a current-thread runtime drives the pipeline.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .context("cannot start the runtime that drives the check")?;
-    let report = runtime
-        .block_on(async {
-            let config = assemble::read_config(&src).await?;
-            let (base_sha, head_sha) = match &args.base {
-                Some(rev) => (rev_parse(rev).ok(), rev_parse("HEAD").ok()),
-                None => (None, None),
-            };
-            let judging = Judging {
-                today,
-                base_sha,
-                head_sha,
-                workflow: args.workflow.clone(),
-            };
-            assemble::evaluate(&src, &config, judging).await
-        })
-        .map_err(|e| match e {
-            AssembleError::Source(e) => e,
-            AssembleError::Config(e) | AssembleError::Patch(e) => e.into(),
-        })?;
+    let report = judge(&args)?;
 
     let format = args.format.unwrap_or(if std::io::stdout().is_terminal() {
         Format::Text
@@ -95,6 +93,46 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
     stdout.write_all(out.as_bytes()).ok();
     stdout.flush().ok();
     Ok(if report.verdict.blocks() { 1 } else { 0 })
+}
+
+/// The one pipeline over the command line's files (and its history, when given).
+pub(super) fn judge(args: &CheckArgs) -> anyhow::Result<crate::gate::Report> {
+    let today = args.today.unwrap_or_else(super::today_utc);
+    let src = CommandLine { args };
+    // The git reader never awaits anything: a current-thread runtime drives the pipeline (and
+    // the history's SQLite file, whose pool needs the time driver).
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the runtime that drives the check")?;
+    runtime
+        .block_on(async {
+            let config = assemble::read_config(&src).await?;
+            let (base_sha, head_sha) = match &args.base {
+                Some(rev) => (rev_parse(rev).ok(), rev_parse("HEAD").ok()),
+                None => (None, None),
+            };
+            let history = match &args.history.history {
+                Some(path) => Some(
+                    super::history::access(&args.history, path, today, args.dir.as_deref())
+                        .await
+                        .map_err(AssembleError::Source)?,
+                ),
+                None => None,
+            };
+            let judging = Judging {
+                today,
+                base_sha,
+                head_sha,
+                workflow: args.workflow.clone(),
+                history,
+            };
+            assemble::evaluate(&src, &config, judging).await
+        })
+        .map_err(|e| match e {
+            AssembleError::Source(e) => e,
+            AssembleError::Config(e) | AssembleError::Patch(e) => e.into(),
+        })
 }
 
 /// The command line's files: those named by flags, else git at `--base REV`.

@@ -6,6 +6,7 @@
 //! error is unusable input: `main` prints it with its whole chain of causes.
 
 mod check;
+mod history;
 mod ledger;
 mod probe;
 mod serve;
@@ -33,6 +34,9 @@ pub struct Cli {
 pub enum Cmd {
     /// Decide whether a patch has evidence: PASS, PASS_WITH_CAVEAT, INCONCLUSIVE or FAIL.
     Check(check::CheckArgs),
+    /// The flake history: record evidence into it, show what it knows of a test, list unstable tests.
+    #[command(subcommand)]
+    History(history::HistoryCmd),
     /// Work with the freeze ledger.
     #[command(subcommand)]
     Ledger(ledger::LedgerCmd),
@@ -49,6 +53,7 @@ pub enum Cmd {
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Cmd::Check(args) => check::run(args),
+        Cmd::History(cmd) => history::run(cmd),
         Cmd::Ledger(cmd) => ledger::run(cmd),
         Cmd::Probe(args) => probe::run(args),
         Cmd::Serve => serve::run(),

@@ -135,6 +135,20 @@ pub struct Judging {
     pub head_sha: Option<String>,
     /// The workflow file that produced the evidence, when known.
     pub workflow: Option<String>,
+    /// The flake history to judge with (and record into), when the face keeps one.
+    pub history: Option<HistoryAccess>,
+}
+
+/// A repository's flake history in the store: read for the tests this evidence names before
+/// the verdict, and — when `record` says under which run — added to after it (only from
+/// evidence every trust rule accepted: `gate::history::observations`).
+#[derive(Debug, Clone)]
+pub struct HistoryAccess {
+    pub store: crate::store::Store,
+    pub repo_id: i64,
+    pub now: chrono::DateTime<chrono::Utc>,
+    /// The run key (each run attempt is recorded once) and where the observations come from.
+    pub record: Option<(String, crate::gate::history::RecordContext)>,
 }
 
 /// The rest of the pipeline: patch → base ledger → evidence → head ledger →
@@ -170,7 +184,7 @@ pub async fn evaluate<S: Sources>(
         }
     }
     let config_ = config_.clone();
-    Ok(off_the_runtime(move || {
+    let loaded = off_the_runtime(move || {
         // The ledger at the base: never the head's, which the patch controls.
         let ledger: Result<Ledger, Vec<InputError>> = match base_ledger {
             Ok(f) => {
@@ -195,22 +209,94 @@ pub async fn evaluate<S: Sources>(
         if let Some(f) = codeowners {
             set_codeowners(&mut evidence, &mut inputs, &mut notes, &f);
         }
-        let input = GateInput {
-            patch: &patch,
-            ledger: &ledger,
-            config: &config_,
-            evidence: &evidence,
-            today: judging.today,
-            base_sha: judging.base_sha,
-            head_sha: judging.head_sha,
+        Loaded {
+            patch,
+            ledger,
+            config: config_,
+            evidence,
             inputs,
-            workflow: judging.workflow,
+            notes,
+        }
+    })
+    .await;
+    let Judging {
+        today,
+        base_sha,
+        head_sha,
+        workflow,
+        history,
+    } = judging;
+    let mut loaded = loaded;
+    if let Some(h) = &history {
+        // Before the verdict: what earlier runs showed of the tests this evidence names.
+        let ev = &loaded.evidence;
+        let tests: Vec<_> = crate::gate::history::tests_of_interest(ev.coverage.as_ref(), ev.results.as_ref())
+            .into_iter()
+            .collect();
+        let base = base_sha
+            .clone()
+            .or_else(|| ev.meta.as_ref().and_then(|m| m.base_sha.clone()));
+        match h
+            .store
+            .history_for(h.repo_id, &tests, base.as_deref(), h.now, &loaded.config.history)
+            .await
+        {
+            Ok(found) => loaded.evidence.history = Some(found),
+            // Without its history the verdict is today's (this probe alone) and says so.
+            Err(e) => loaded.notes.push(format!(
+                "the flake history could not be read, so it was not used: {e:#}"
+            )),
+        }
+    }
+    let record = history.as_ref().and_then(|h| h.record.clone());
+    let (mut report, recording) = off_the_runtime(move || {
+        let input = GateInput {
+            patch: &loaded.patch,
+            ledger: &loaded.ledger,
+            config: &loaded.config,
+            evidence: &loaded.evidence,
+            today,
+            base_sha,
+            head_sha,
+            inputs: loaded.inputs,
+            workflow,
         };
         let mut report = gate_evaluate(&input);
-        report.notes.extend(notes);
-        report
+        report.notes.extend(loaded.notes);
+        let recording =
+            record.map(|(key, ctx)| (key, crate::gate::history::observations(&report, &loaded.evidence, &ctx)));
+        (report, recording)
     })
-    .await)
+    .await;
+    if let (Some(h), Some((key, recording))) = (&history, recording) {
+        report.notes.extend(recording.skipped);
+        if !recording.observations.is_empty() {
+            match h
+                .store
+                .record_history(h.repo_id, &key, &recording.observations, h.now)
+                .await
+            {
+                Ok(Some(n)) => report
+                    .notes
+                    .push(format!("{n} observations added to the flake history")),
+                Ok(None) => {}
+                Err(e) => report.notes.push(format!(
+                    "the flake history could not be written (nothing of this run was recorded): {e:#}"
+                )),
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// What the pipeline read, before the verdict.
+struct Loaded {
+    patch: crate::gate::Patch,
+    ledger: Result<Ledger, Vec<InputError>>,
+    config: Config,
+    evidence: Evidence,
+    inputs: Vec<InputDigest>,
+    notes: Vec<String>,
 }
 
 /// Run CPU- and disk-bound work — parsing a diff, reading gigabytes of coverage,
@@ -450,6 +536,7 @@ mod tests {
                 base_sha: Some("b".into()),
                 head_sha: Some("h".into()),
                 workflow: None,
+                history: None,
             };
             let src = OneFile { meta: fifo.clone() };
             evaluate(&src, &ConfigRead::default(), judging).await.unwrap()

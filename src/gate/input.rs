@@ -52,6 +52,9 @@ pub struct Evidence {
     /// face could read them: a `def`/`class` header is then witnessed by the tests
     /// that ran its body, and a continuation line judged as its statement.
     pub head_sources: std::collections::BTreeMap<String, String>,
+    /// What the flake history knows of the tests this evidence names (earlier runs, other
+    /// pull requests), when the face keeps one.
+    pub history: Option<crate::gate::history::History>,
 }
 
 /// Everything the gate decides on.

@@ -405,6 +405,7 @@ impl Worker {
             base_sha: Some(base_sha.to_owned()),
             head_sha: Some(head.to_owned()),
             workflow: (!workflow_path.is_empty()).then(|| workflow_path.to_owned()),
+            history: None,
         };
         let mut report = assemble::evaluate(&files, &config, judging)
             .await

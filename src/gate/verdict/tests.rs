@@ -172,6 +172,7 @@ impl Case {
             head_ledger: self.head_ledger.clone(),
             codeowners: self.codeowners.clone(),
             head_sources: self.head_sources.clone(),
+            history: None,
         };
         evaluate(&GateInput {
             patch: &self.patch,

@@ -1,0 +1,252 @@
+//! `flakegate history` and `check --history`: the flake history in a local SQLite file, the
+//! same store and the same judgement the App uses (`store::Store`, `gate::history`).
+
+use super::check::{CheckArgs, HistoryArgs};
+use super::unusable;
+use crate::evidence::assemble::HistoryAccess;
+use crate::gate::history::{RecordContext, Stabilities, RECOVERY};
+use crate::gate::probe::Stability;
+use crate::gate::TestId;
+use crate::store::{RetryPolicy, Store};
+use anyhow::Context as _;
+use chrono::NaiveDate;
+use std::path::{Path, PathBuf};
+
+/// The command line's history is one repository per file, under this id.
+const LOCAL_REPO_ID: i64 = 1;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum HistoryCmd {
+    /// Judge an evidence directory (the flags of `check`) and add its observations to the
+    /// history: its probe on the base sha, its head run's outcomes. Nothing is added when a
+    /// trust rule fired. Prints the verdict and what was recorded; exits 0 unless the input is unusable.
+    Record(Box<CheckArgs>),
+    /// What the history knows of one test: runs, failures, where it failed, and its judgement.
+    Show {
+        /// The test's node id.
+        test: String,
+        #[command(flatten)]
+        file: FileArgs,
+    },
+    /// Every test the history has seen pass and fail on one sha within its window.
+    Unstable {
+        #[command(flatten)]
+        file: FileArgs,
+    },
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct FileArgs {
+    /// The history's SQLite file.
+    #[arg(long, value_name = "FILE")]
+    pub history: PathBuf,
+    /// The repository the history belongs to (as for `check --history`).
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repository: Option<String>,
+    /// Judge the window as of this UTC date (default: today).
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    pub today: Option<NaiveDate>,
+}
+
+pub fn run(cmd: HistoryCmd) -> anyhow::Result<i32> {
+    match cmd {
+        HistoryCmd::Record(mut args) => {
+            let Some(_) = &args.history.history else {
+                return Err(unusable("history record needs --history FILE"));
+            };
+            args.history.record = true;
+            let report = super::check::judge(&args)?;
+            let added: Vec<&String> = report
+                .notes
+                .iter()
+                .filter(|n| n.contains("flake history") || n.starts_with("nothing recorded") || n.starts_with("head "))
+                .collect();
+            println!(
+                "{}: {}",
+                args.dir
+                    .as_deref()
+                    .map_or("evidence".into(), |d| d.display().to_string()),
+                report.verdict.as_str()
+            );
+            if added.is_empty() {
+                println!("  nothing new recorded (this run was recorded before, or showed no test outcome)");
+            }
+            for n in added {
+                println!("  {n}");
+            }
+            Ok(0)
+        }
+        HistoryCmd::Show { test, file } => show(&test, &file),
+        HistoryCmd::Unstable { file } => unstable(&file),
+    }
+}
+
+/// The history of `check --history` / `history record`, with what recording needs.
+pub(super) async fn access(
+    args: &HistoryArgs,
+    path: &Path,
+    today: NaiveDate,
+    dir: Option<&Path>,
+) -> anyhow::Result<HistoryAccess> {
+    let store = open(path, args.repository.as_deref()).await?;
+    let now = today
+        .and_hms_opt(12, 0, 0)
+        .map(|d| d.and_utc())
+        .unwrap_or_else(chrono::Utc::now);
+    let record = args.record.then(|| {
+        let run_id = env_number("GITHUB_RUN_ID");
+        let attempt = env_number("GITHUB_RUN_ATTEMPT").and_then(|n| u32::try_from(n).ok());
+        // A CI run is recorded once per attempt; without one, once per evidence directory.
+        let key = match run_id {
+            Some(id) => format!("run:{id}:{}", attempt.unwrap_or(1)),
+            None => format!(
+                "evidence:{}",
+                dir.and_then(|d| std::fs::canonicalize(d).ok())
+                    .map_or_else(|| "-".into(), |d| d.display().to_string())
+            ),
+        };
+        (
+            key,
+            RecordContext {
+                pr: args.pr,
+                run_id,
+                attempt,
+                date: today,
+                fork: false,
+            },
+        )
+    });
+    Ok(HistoryAccess {
+        store,
+        repo_id: LOCAL_REPO_ID,
+        now,
+        record,
+    })
+}
+
+fn env_number(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+}
+
+/// Open (or create) the history file and check it belongs to this repository.
+async fn open(path: &Path, repository: Option<&str>) -> anyhow::Result<Store> {
+    if path.is_dir() {
+        return Err(unusable(format!(
+            "{}: is a directory; --history names the history's SQLite file",
+            path.display()
+        )));
+    }
+    let url = format!("sqlite://{}?mode=rwc", path.display());
+    let store = Store::open(&url, RetryPolicy::default())
+        .await
+        .with_context(|| format!("{}: cannot open the flake history", path.display()))?;
+    let name = repository.map(str::to_owned).unwrap_or_else(repository_name);
+    store
+        .history_repository(LOCAL_REPO_ID, &name, false)
+        .await
+        .with_context(|| format!("{}: not this repository's flake history", path.display()))?;
+    Ok(store)
+}
+
+/// `$GITHUB_REPOSITORY`, else git's `origin` URL, else `local`.
+fn repository_name() -> String {
+    if let Ok(r) = std::env::var("GITHUB_REPOSITORY") {
+        if !r.trim().is_empty() {
+            return r.trim().to_owned();
+        }
+    }
+    std::process::Command::new("git")
+        .args(["remote", "get-url", "origin"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "local".into())
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the runtime that reads the history")
+}
+
+fn now_of(file: &FileArgs) -> chrono::DateTime<chrono::Utc> {
+    let today = file.today.unwrap_or_else(super::today_utc);
+    today
+        .and_hms_opt(12, 0, 0)
+        .map(|d| d.and_utc())
+        .unwrap_or_else(chrono::Utc::now)
+}
+
+fn show(test: &str, file: &FileArgs) -> anyhow::Result<i32> {
+    let policy = super::local_config(None)?.history;
+    let id = TestId::new(test);
+    let h = runtime()?.block_on(async {
+        let store = open(&file.history, file.repository.as_deref()).await?;
+        store
+            .history_for(LOCAL_REPO_ID, std::slice::from_ref(&id), None, now_of(file), &policy)
+            .await
+    })?;
+    let Some(th) = h.tests.get(&id) else {
+        println!("{test}: no run in the last {} days of this history", policy.window_days);
+        return Ok(0);
+    };
+    let j = Stabilities::new(None, Some(&h)).judge(&id);
+    let word = match j.as_ref().map(|j| j.stability) {
+        Some(Stability::Unstable) => "unstable",
+        Some(Stability::BrokenOnBase) => "failing",
+        _ => "stable",
+    };
+    println!("{test}: {word}");
+    println!(
+        "  failed {} of {} runs since {}",
+        th.failures,
+        th.runs,
+        th.since.map_or("-".into(), |d| d.to_string())
+    );
+    if let Some(s) = &th.unstable_on {
+        println!("  passed and failed on one sha: {}", s.describe());
+    }
+    if let Some(s) = &th.last_failure {
+        println!("  last failure: {}", s.describe());
+    }
+    println!("  passing runs since the last failure: {}", th.passes_since_failure);
+    println!("  recovery: {RECOVERY} ({} runs)", policy.recovery_runs);
+    Ok(0)
+}
+
+fn unstable(file: &FileArgs) -> anyhow::Result<i32> {
+    let policy = super::local_config(None)?.history;
+    let now = now_of(file);
+    let (tests, h) = runtime()?.block_on(async {
+        let store = open(&file.history, file.repository.as_deref()).await?;
+        let tests = store
+            .history_unstable_tests(LOCAL_REPO_ID, now, policy.window_days)
+            .await?;
+        let h = store.history_for(LOCAL_REPO_ID, &tests, None, now, &policy).await?;
+        anyhow::Ok((tests, h))
+    })?;
+    let s = Stabilities::new(None, Some(&h));
+    let mut shown = 0;
+    for t in &tests {
+        let Some(j) = s.judge(t) else { continue };
+        if j.stability != Stability::Unstable {
+            continue;
+        }
+        shown += 1;
+        let seen = j
+            .seen
+            .as_ref()
+            .map_or(String::new(), |s| format!(" — seen {}", s.describe()));
+        println!("{t}: failed {} of {} runs{seen}", j.failures, j.runs);
+    }
+    if shown == 0 {
+        println!(
+            "no test passed and failed on one sha in the last {} days",
+            policy.window_days
+        );
+    }
+    Ok(0)
+}
