@@ -186,7 +186,14 @@ fn show(test: &str, file: &FileArgs) -> anyhow::Result<i32> {
     let h = runtime()?.block_on(async {
         let store = open(&file.history, file.repository.as_deref()).await?;
         store
-            .history_for(LOCAL_REPO_ID, std::slice::from_ref(&id), None, now_of(file), &policy)
+            .history_for(
+                LOCAL_REPO_ID,
+                std::slice::from_ref(&id),
+                None,
+                None,
+                now_of(file),
+                &policy,
+            )
             .await
     })?;
     let Some(th) = h.tests.get(&id) else {
@@ -225,7 +232,9 @@ fn unstable(file: &FileArgs) -> anyhow::Result<i32> {
         let tests = store
             .history_unstable_tests(LOCAL_REPO_ID, now, policy.window_days)
             .await?;
-        let h = store.history_for(LOCAL_REPO_ID, &tests, None, now, &policy).await?;
+        let h = store
+            .history_for(LOCAL_REPO_ID, &tests, None, None, now, &policy)
+            .await?;
         anyhow::Ok((tests, h))
     })?;
     let s = Stabilities::new(None, Some(&h));

@@ -236,9 +236,19 @@ pub async fn evaluate<S: Sources>(
         let base = base_sha
             .clone()
             .or_else(|| ev.meta.as_ref().and_then(|m| m.base_sha.clone()));
+        let head = head_sha
+            .clone()
+            .or_else(|| ev.meta.as_ref().and_then(|m| m.head_sha.clone()));
         match h
             .store
-            .history_for(h.repo_id, &tests, base.as_deref(), h.now, &loaded.config.history)
+            .history_for(
+                h.repo_id,
+                &tests,
+                base.as_deref(),
+                head.as_deref(),
+                h.now,
+                &loaded.config.history,
+            )
             .await
         {
             Ok(found) => loaded.evidence.history = Some(found),

@@ -8,10 +8,11 @@
 use crate::gate::config::{PathGlobs, Policy};
 use crate::gate::coverage::{Coverage, FileCoverage, KeepLines, LineWitnesses};
 use crate::gate::error::Location;
+use crate::gate::history::Stabilities;
 use crate::gate::ledger::Ledger;
 use crate::gate::nodeid::{Phase, TestId};
 use crate::gate::patch::{Deletion, FileChange, FileStatus, Patch};
-use crate::gate::probe::{Probe, Stability};
+use crate::gate::probe::Stability;
 use crate::gate::report::{
     DeletionReport, FileEvidence, FileReport, LineClass, LineReport, LineWitness, WitnessStatus,
 };
@@ -73,7 +74,7 @@ impl Attribution {
             .filter(|(p, _)| patch.files.iter().any(|f| &f.path == *p && !f.added.is_empty()))
             .map(|(p, text)| (p, SourceMap::parse(text)))
             .collect();
-        let classify = |t: &TestId| classify_test(t, standing.ledger, standing.probe, standing.results, unjoined);
+        let classify = |t: &TestId| classify_test(t, standing.ledger, standing.stab, standing.results, unjoined);
         let mut files = Vec::new();
         let mut union: BTreeMap<TestId, WitnessStatus> = BTreeMap::new();
         let mut needs_evidence_units = 0usize;
@@ -210,7 +211,8 @@ pub(crate) fn unjoined_tests(ev: &crate::gate::Evidence) -> BTreeSet<TestId> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Standing<'a> {
     pub(crate) ledger: &'a Ledger,
-    pub(crate) probe: Option<&'a Probe>,
+    /// This evidence's probe and the flake history.
+    pub(crate) stab: Stabilities<'a>,
     pub(crate) results: Option<&'a TestResults>,
 }
 
@@ -220,11 +222,11 @@ pub(crate) struct Standing<'a> {
 pub(crate) fn classify_test(
     test: &TestId,
     ledger: &Ledger,
-    probe: Option<&Probe>,
+    stab: Stabilities<'_>,
     results: Option<&TestResults>,
     unjoined: &BTreeSet<TestId>,
 ) -> WitnessStatus {
-    let stability = probe.and_then(|p| p.stability(test));
+    let stability = stab.stability(test);
     if unjoined.contains(test) {
         WitnessStatus::Unjoined
     } else if stability == Some(Stability::Unstable) {
@@ -233,10 +235,7 @@ pub(crate) fn classify_test(
         WitnessStatus::Frozen
     } else if stability == Some(Stability::BrokenOnBase) {
         WitnessStatus::FailingOnBase
-    } else if results
-        .and_then(|r| r.tests.get(test))
-        .is_some_and(|r| r.is_head_flaky())
-    {
+    } else if stab.flaky_on_head(test, results.and_then(|r| r.tests.get(test))) {
         WitnessStatus::HeadFlaky
     } else {
         WitnessStatus::Stable

@@ -142,6 +142,12 @@ pub struct TestHistory {
     pub passes_since_failure: u64,
     /// Passes and failures on this evidence's base sha.
     pub on_base: (u64, u64),
+    /// Passes and failures on this evidence's head sha (earlier attempts of its run).
+    #[serde(default)]
+    pub on_head: (u64, u64),
+    /// The latest failure on the head sha, when there is one.
+    #[serde(default)]
+    pub head_failure: Option<Source>,
 }
 
 /// The history the store holds for the tests this evidence names.
@@ -172,6 +178,66 @@ pub struct Judgement {
     pub history_only: bool,
 }
 
+/// What the report says of the history: per witness (and per failing head test) it knew, the
+/// runs and failures its judgement rests on and where a failure was seen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HistoryReport {
+    pub window_days: u32,
+    pub recovery_runs: u32,
+    pub recovery: &'static str,
+    pub tests: Vec<TestStanding>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TestStanding {
+    pub test: TestId,
+    #[serde(flatten)]
+    pub judgement: Judgement,
+    /// Its latest failure on this head's code (an earlier attempt of the run), when recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head_failure: Option<Source>,
+}
+
+impl TestStanding {
+    /// "failed 3 of 212 runs since 2026-11-02 (last: #481, run 9912, …)".
+    pub fn describe(&self) -> String {
+        let j = &self.judgement;
+        let mut out = format!("failed {} of {} runs", j.failures, j.runs);
+        if let Some(d) = j.since {
+            out.push_str(&format!(" since {d}"));
+        }
+        if let Some(s) = &j.seen {
+            out.push_str(&format!(" (last: {})", s.describe()));
+        }
+        if j.history_only {
+            out.push_str("; not in this probe: judged on history alone");
+        }
+        out
+    }
+}
+
+/// The history's part of the report for `tests`, or `None` without a history.
+pub fn report<'a>(stab: Stabilities<'_>, tests: impl IntoIterator<Item = &'a TestId>) -> Option<HistoryReport> {
+    let h = stab.history?;
+    let tests = tests
+        .into_iter()
+        .filter_map(|t| {
+            let th = h.tests.get(t)?;
+            Some(TestStanding {
+                test: t.clone(),
+                judgement: stab.judge(t)?,
+                head_failure: th.head_failure.clone(),
+            })
+        })
+        .collect();
+    Some(HistoryReport {
+        window_days: h.window_days,
+        recovery_runs: h.recovery_runs,
+        recovery: RECOVERY,
+        tests,
+    })
+}
+
 /// The stability of tests from this evidence's probe and the history together.
 #[derive(Debug, Clone, Copy)]
 pub struct Stabilities<'a> {
@@ -192,6 +258,24 @@ impl<'a> Stabilities<'a> {
     /// The probe's counts for `test` (this evidence only).
     pub fn probe_counts(&self, test: &TestId) -> Option<ProbeCounts> {
         self.probe.and_then(|p| p.tests.get(test)).copied()
+    }
+
+    /// Did `test` fail and pass on the head's code: a rerun within this run, or an earlier
+    /// attempt of the run (recorded in the history for the head sha) with the other outcome?
+    pub fn flaky_on_head(&self, test: &TestId, now: Option<&crate::gate::results::TestResult>) -> bool {
+        if now.is_some_and(|r| r.is_head_flaky()) {
+            return true;
+        }
+        let Some(th) = self.history.and_then(|h| h.tests.get(test)) else {
+            return false;
+        };
+        let (mut passes, mut failures) = th.on_head;
+        if let Some(r) = now {
+            let (p, f) = head_counts(r.outcome, r.reruns);
+            passes += u64::from(p);
+            failures += u64::from(f);
+        }
+        passes > 0 && failures > 0
     }
 
     /// The whole judgement of `test`.

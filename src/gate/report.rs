@@ -472,6 +472,9 @@ pub struct Report {
     pub inputs: Vec<InputDigest>,
     /// Things the reader should know that are not reasons (path mapping, ignored contexts).
     pub notes: Vec<String>,
+    /// The flake history's judgement of the witnesses it knew (absent without a history).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history: Option<crate::gate::history::HistoryReport>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

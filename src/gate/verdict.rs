@@ -13,6 +13,7 @@ use crate::gate::attribution::{
 };
 use crate::gate::config::{handle_for, Config, PathGlobs, SignalLevel, CONFIG_PATH};
 use crate::gate::error::Location;
+use crate::gate::history::Stabilities;
 use crate::gate::input::{Evidence, GateInput};
 use crate::gate::ledger::{ledger_changes, Ledger, LedgerChange};
 use crate::gate::nodeid::IdKind;
@@ -96,7 +97,7 @@ impl<'a> Decision<'a> {
             &input.config.policy,
             Standing {
                 ledger,
-                probe: ev.probe.as_ref(),
+                stab: Stabilities::new(ev.probe.as_ref(), ev.history.as_ref()),
                 results: ev.results.as_ref(),
             },
             &ev.head_sources,
@@ -356,7 +357,13 @@ impl<'a> Decision<'a> {
                 .map(|c| c.runs);
             let masked = r.outcome == Outcome::XFailed && base_runs.is_some();
             if r.outcome.is_failure() || masked {
-                let status = classify_test(test, self.ledger, ev.probe.as_ref(), Some(res), &self.unjoined);
+                let status = classify_test(
+                    test,
+                    self.ledger,
+                    Stabilities::new(ev.probe.as_ref(), ev.history.as_ref()),
+                    Some(res),
+                    &self.unjoined,
+                );
                 let counts = status.is_stable();
                 if counts {
                     failing_stable.push(test.clone());
@@ -764,10 +771,9 @@ impl<'a> Decision<'a> {
         };
         let mut tests = Vec::new();
         let mut locs = Vec::new();
-        for (t, r) in res.head_flaky() {
-            if classify_test(t, self.ledger, self.ev.probe.as_ref(), Some(res), &self.unjoined)
-                == WitnessStatus::HeadFlaky
-            {
+        let stab = Stabilities::new(self.ev.probe.as_ref(), self.ev.history.as_ref());
+        for (t, r) in &res.tests {
+            if classify_test(t, self.ledger, stab, Some(res), &self.unjoined) == WitnessStatus::HeadFlaky {
                 tests.push(t.clone());
                 locs.push(Location::file(r.source.clone()));
             }
@@ -1006,6 +1012,14 @@ impl<'a> Decision<'a> {
             }
         }
         let probe = ev.probe.as_ref().map(|p| probe_report(p, &self.att.union));
+        let failing = ev
+            .results
+            .iter()
+            .flat_map(|r| r.tests.iter())
+            .filter(|(_, r)| r.outcome.is_failure() || r.reruns > 0)
+            .map(|(t, _)| t);
+        let judged: BTreeSet<&TestId> = self.att.union.keys().chain(failing).collect();
+        let history = crate::gate::history::report(Stabilities::new(ev.probe.as_ref(), ev.history.as_ref()), judged);
         Report {
             schema_version: SCHEMA_VERSION,
             tool: Tool {
@@ -1038,6 +1052,7 @@ impl<'a> Decision<'a> {
             }),
             inputs: input.inputs.clone(),
             notes: self.notes,
+            history,
         }
     }
 

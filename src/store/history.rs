@@ -87,6 +87,8 @@ pub(super) mod sql {
     pub const LAST_FAILURE: &str =
         "SELECT sha, kind, pr, run_id, attempt, at FROM history_failures WHERE repo_id = $1 \
                                     AND test = $2 AND at >= $3 ORDER BY at DESC, id DESC LIMIT 1";
+    pub const FAILURE_ON_SHA: &str = "SELECT sha, kind, pr, run_id, attempt, at FROM history_failures WHERE repo_id = \
+                                      $1 AND test = $2 AND sha = $3 AND at >= $4 ORDER BY at DESC, id DESC LIMIT 1";
     /// The latest failure on a sha where the test also passed.
     pub const UNSTABLE_ON: &str = "SELECT f.sha, f.kind, f.pr, f.run_id, f.attempt, f.at FROM history_failures f JOIN \
                                    history_sha s ON s.repo_id = f.repo_id AND s.test = f.test AND s.sha = f.sha WHERE \
@@ -243,6 +245,7 @@ macro_rules! common_history_methods {
             repo_id: i64,
             tests: &[crate::gate::TestId],
             base_sha: Option<&str>,
+            head_sha: Option<&str>,
             now: DateTime<Utc>,
             window_days: u32,
             recovery_runs: u32,
@@ -280,6 +283,28 @@ macro_rules! common_history_methods {
                         .context("reading history (base sha)")?,
                     None => None,
                 };
+                let (mut on_head, mut head_failure) = (None, None);
+                if let Some(sha) = head_sha {
+                    on_head = sqlx::query_as::<Db, _>(sql::ON_SHA)
+                        .bind(repo_id)
+                        .bind(t)
+                        .bind(sha)
+                        .bind(from)
+                        .fetch_optional(&mut *conn)
+                        .await
+                        .context("reading history (head sha)")?;
+                    if failures > 0 {
+                        let row: Option<FailureRow> = sqlx::query_as::<Db, _>(sql::FAILURE_ON_SHA)
+                            .bind(repo_id)
+                            .bind(t)
+                            .bind(sha)
+                            .bind(from)
+                            .fetch_optional(&mut *conn)
+                            .await
+                            .context("reading history (head failures)")?;
+                        head_failure = row.and_then(source_of);
+                    }
+                }
                 let (last_failure, unstable_on) = if failures > 0 {
                     let last: Option<FailureRow> = sqlx::query_as::<Db, _>(sql::LAST_FAILURE)
                         .bind(repo_id)
@@ -316,6 +341,8 @@ macro_rules! common_history_methods {
                         last_failure,
                         passes_since_failure: streak.map_or(0, |(p,)| n(p)),
                         on_base: on_base.map_or((0, 0), |(p, f)| (n(p), n(f))),
+                        on_head: on_head.map_or((0, 0), |(p, f): (i64, i64)| (n(p), n(f))),
+                        head_failure,
                     },
                 );
             }

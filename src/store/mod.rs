@@ -97,10 +97,11 @@ impl Store {
         repo_id: i64,
         tests: &[crate::gate::TestId],
         base_sha: Option<&str>,
+        head_sha: Option<&str>,
         now: DateTime<Utc>,
         window: &crate::gate::history::HistoryPolicy,
     ) -> anyhow::Result<crate::gate::history::History> {
-        dispatch!(self, s => s.history_for(repo_id, tests, base_sha, now, window.window_days, window.recovery_runs).await)
+        dispatch!(self, s => s.history_for(repo_id, tests, base_sha, head_sha, now, window.window_days, window.recovery_runs).await)
     }
 
     /// Tests that failed on a sha where they also passed, within the window.

@@ -68,6 +68,7 @@ async fn per_sha_counts_and_instability(db: &Db) {
             REPO,
             &[t("flaky"), t("steady"), t("never")],
             Some("base"),
+            None,
             now(),
             &policy,
         )
@@ -88,7 +89,7 @@ async fn per_sha_counts_and_instability(db: &Db) {
     );
     // Another sha's passes are not "the same code": a failure on `old` alone is no instability.
     let h = s
-        .history_for(REPO, &[t("flaky")], Some("other"), now(), &policy)
+        .history_for(REPO, &[t("flaky")], Some("other"), None, now(), &policy)
         .await
         .unwrap();
     assert_eq!(h.tests[&t("flaky")].on_base, (0, 0));
@@ -102,7 +103,7 @@ async fn a_run_is_recorded_once(db: &Db) {
     // The next attempt of the same run is a new run.
     assert_eq!(s.record_history(REPO, "run:1:2", &o, now()).await.unwrap(), Some(1));
     let h = s
-        .history_for(REPO, &[t("a")], Some("base"), now(), &HistoryPolicy::default())
+        .history_for(REPO, &[t("a")], Some("base"), None, now(), &HistoryPolicy::default())
         .await
         .unwrap();
     assert_eq!(h.tests[&t("a")].runs, 4);
@@ -115,7 +116,7 @@ async fn head_passes_are_counts_unless_the_test_has_failed(db: &Db) {
         .await
         .unwrap();
     let h = s
-        .history_for(REPO, &[t("a")], Some("s1"), now(), &HistoryPolicy::default())
+        .history_for(REPO, &[t("a")], Some("s1"), None, now(), &HistoryPolicy::default())
         .await
         .unwrap();
     assert_eq!((h.tests[&t("a")].runs, h.tests[&t("a")].on_base), (1, (0, 0)));
@@ -128,7 +129,7 @@ async fn head_passes_are_counts_unless_the_test_has_failed(db: &Db) {
         .await
         .unwrap();
     let h = s
-        .history_for(REPO, &[t("a")], Some("s2"), now(), &HistoryPolicy::default())
+        .history_for(REPO, &[t("a")], Some("s2"), None, now(), &HistoryPolicy::default())
         .await
         .unwrap();
     let a = &h.tests[&t("a")];
@@ -155,7 +156,10 @@ async fn window_and_deletion(db: &Db) {
         .unwrap();
     let policy = HistoryPolicy::default();
     // Older than the window: not read, then compacted away.
-    let h = s.history_for(REPO, &[t("a")], Some("s"), now(), &policy).await.unwrap();
+    let h = s
+        .history_for(REPO, &[t("a")], Some("s"), None, now(), &policy)
+        .await
+        .unwrap();
     let a = &h.tests[&t("a")];
     assert_eq!(
         (a.runs, a.failures, a.unstable_on.is_none(), a.on_base),
@@ -166,9 +170,15 @@ async fn window_and_deletion(db: &Db) {
     assert!(after < before, "compaction dropped the old rows ({before} → {after})");
     // Uninstalled from REPO: its history goes, the other repository's stays.
     s.delete_history(REPO).await.unwrap();
-    let h = s.history_for(REPO, &[t("a")], Some("t"), now(), &policy).await.unwrap();
+    let h = s
+        .history_for(REPO, &[t("a")], Some("t"), None, now(), &policy)
+        .await
+        .unwrap();
     assert!(h.tests.is_empty());
-    let h = s.history_for(7, &[t("a")], Some("t"), now(), &policy).await.unwrap();
+    let h = s
+        .history_for(7, &[t("a")], Some("t"), None, now(), &policy)
+        .await
+        .unwrap();
     assert_eq!(h.tests[&t("a")].runs, 7);
 }
 

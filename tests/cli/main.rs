@@ -7,6 +7,7 @@ mod check;
 mod corpus;
 mod coverage_readers;
 mod git_base;
+mod history;
 #[path = "../common/hostile.rs"]
 mod hostile;
 mod inert_output;
