@@ -77,6 +77,10 @@ pub struct HistoryArgs {
     /// The pull request the evidence belongs to, recorded as the source of its observations.
     #[arg(long, value_name = "N")]
     pub pr: Option<u64>,
+    /// The evidence comes from a fork's pull request: only the failures of its probe are
+    /// recorded (a fork's runs may show a test unstable, never stable).
+    #[arg(long, requires = "history")]
+    pub fork: bool,
 }
 
 /// `flakegate check`: returns the exit status (0 PASS / PASS_WITH_CAVEAT, 1 FAIL / INCONCLUSIVE).

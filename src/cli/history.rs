@@ -112,7 +112,7 @@ pub(super) async fn access(
                 run_id,
                 attempt,
                 date: today,
-                fork: false,
+                fork: args.fork,
             },
         )
     });

@@ -295,3 +295,92 @@ fn a_history_file_of_another_repository_is_refused() {
     let err = String::from_utf8_lossy(&other.stderr);
     assert!(err.contains("belongs to repository octo/shop"), "{err}");
 }
+
+#[test]
+fn evidence_a_trust_rule_distrusts_adds_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("history.db");
+    let entry = root().join("tests/fixtures/corpus/adv_conftest_hook");
+    let out = Command::new(env!("CARGO_BIN_EXE_flakegate"))
+        .args(["history", "record"])
+        .arg(entry.join("evidence"))
+        .arg("--diff")
+        .arg(entry.join("diff.patch"))
+        .arg("--ledger")
+        .arg(root().join("tests/fixtures/project/.github/flake-ledger.json"))
+        .arg("--probe")
+        .arg(root().join("tests/fixtures/probe/reportlog"))
+        .args(["--today", "2026-11-20", "--repository", "octo/shop", "--history"])
+        .arg(&db)
+        .env_remove("GITHUB_RUN_ID")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("INCONCLUSIVE"), "{said}");
+    assert!(
+        said.contains("nothing recorded: the evidence may have been shaped by the patch (evidence_config_changed"),
+        "{said}"
+    );
+    let listed = Command::new(env!("CARGO_BIN_EXE_flakegate"))
+        .args([
+            "history",
+            "show",
+            WITNESS,
+            "--repository",
+            "octo/shop",
+            "--today",
+            "2026-11-20",
+            "--history",
+        ])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("no run in the last 90 days"));
+}
+
+#[test]
+fn a_forks_evidence_adds_only_its_probe_failures() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("history.db");
+    let db = db.to_str().unwrap();
+    let ev = root().join(CASE).join("evidence");
+    let p1 = probe(tmp.path(), "p1.json", 1);
+    let out = flakegate(
+        &[
+            "history",
+            "record",
+            ev.to_str().unwrap(),
+            "--history",
+            db,
+            "--fork",
+            "--probe",
+            p1.to_str().unwrap(),
+        ],
+        None,
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("head run not recorded: the pull request comes from a fork"),
+        "{said}"
+    );
+    let show = |test: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_flakegate"))
+            .args([
+                "history",
+                "show",
+                test,
+                "--history",
+                db,
+                "--repository",
+                "octo/shop",
+                "--today",
+                "2026-11-20",
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    // Its one failure counts; its four passes, its head run and the other witnesses' passes do not.
+    assert!(show(WITNESS).contains("failed 1 of 1 runs"), "{}", show(WITNESS));
+    assert!(show("tests/test_pricing.py::test_apply_tax").contains("no run in the last 90 days"));
+}
