@@ -11,7 +11,10 @@ Fails (exit 1) on:
   * an import cycle between files;
   * a file outside src/cli/ that imports crate::cli;
   * a file in src/gate/ that imports anything of the crate outside gate;
-  * a file in src/server/ that imports crate::worker.
+  * a file in src/server/ that imports crate::worker;
+  * a file in src/present/ (pure text-making) that imports the store, the worker, the
+    server, the command line or GitHub's I/O: of crate::github it may name only the data
+    (types.rs, event.rs).
 
 Usage: python3 scripts/check-imports.py [SRC_DIR]   (default: src)
        --edges prints every edge.
@@ -272,6 +275,9 @@ def rel(p: Path) -> str:
     return str(p.relative_to(SRC.parent)) if SRC.parent != Path("") else str(p)
 
 
+# What of crate::github src/present/ may name: GitHub's data, never its I/O.
+PRESENT_GITHUB_DATA = {("github", "types.rs"), ("github", "event.rs")}
+
 edges: dict[Path, dict[Path, tuple[int, str]]] = {}
 problems: list[str] = []
 for f in files.values():
@@ -289,6 +295,13 @@ for f in files.values():
             problems.append(f"{rel(f.path)}:{line}: the gate imports crate::{'::'.join(ab)}; src/gate/ imports only gate")
         if f.module[:1] == ["server"] and top == "worker":
             problems.append(f"{rel(f.path)}:{line}: the server imports the worker ({'::'.join(ab)})")
+        if f.module[:1] == ["present"]:
+            github_io = top == "github" and target.relative_to(SRC).parts not in PRESENT_GITHUB_DATA
+            if top in ("store", "worker", "server", "cli") or github_io:
+                problems.append(
+                    f"{rel(f.path)}:{line}: present/ imports crate::{'::'.join(ab)}; it only makes text: no store, "
+                    "worker, server, command line or GitHub I/O (of github, only types.rs and event.rs)"
+                )
 
 if PRINT_EDGES:
     for a in sorted(edges):

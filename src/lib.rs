@@ -10,9 +10,10 @@
 //!   root), [`server`] (the App's HTTP face: verify, dedupe, queue) and [`worker`]
 //!   (claim a job → typed event → fetch → assemble → publish);
 //! - **adapters** — [`evidence`] (evidence from disk, and `evidence::assemble`, the one
-//!   pipeline both faces run), [`publish`] and `render` (what a report looks like on
-//!   GitHub and on a terminal), [`github`] (events, types, client), [`store`] (the
-//!   durable job queue), `probe` (running a suite K times), `app_config`;
+//!   pipeline both faces run), [`present`] (everything that turns a report into text people
+//!   read: the check run, the comment, the expired-freezes issue, the terminal and markdown
+//!   renderings; pure), [`github`] (events, types, client), [`store`] (the durable job
+//!   queue), `probe` (running a suite K times), `app_config`;
 //! - **the gate** — [`gate`]: pure decision logic, plain data in, a `Report` out;
 //! - **leaves** — [`runtime`] (clock, shutdown), [`metrics`] (what `/metrics` shows).
 
@@ -22,9 +23,8 @@ pub mod evidence;
 pub mod gate;
 pub mod github;
 pub mod metrics;
+pub mod present;
 pub(crate) mod probe;
-pub mod publish;
-pub(crate) mod render;
 pub mod runtime;
 pub mod server;
 pub mod store;

@@ -7,7 +7,7 @@ use super::unusable;
 use crate::evidence::assemble::{self, AssembleError, Judging, Named, Sources};
 use crate::evidence::{read_text, EvidenceSources};
 use crate::gate::config::CONFIG_PATH;
-use crate::render::{self, Format};
+use crate::present::record::{self, Format};
 use anyhow::{bail, Context as _};
 use chrono::NaiveDate;
 use std::io::{IsTerminal, Read, Write};
@@ -92,7 +92,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
     } else {
         Format::Json
     });
-    let out = render::render(&report, format, args.templates.as_deref())?;
+    let out = record::render(&report, format, args.templates.as_deref())?;
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(out.as_bytes()).ok();
     stdout.flush().ok();

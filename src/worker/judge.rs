@@ -11,7 +11,7 @@ use crate::gate::config::Config;
 use crate::gate::Report;
 use crate::github::event::WorkflowRun;
 use crate::github::{Artifact, CommitSha, GithubError, PatchSource, PullNumber, PullRequest};
-use crate::publish;
+use crate::present;
 use crate::store::EvidenceRun;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -457,7 +457,7 @@ impl Worker {
                     "re-evaluation was requested, but no completed run of the evidence workflow is known for \
                      `{head}`; re-run the evidence workflow"
                 );
-                let fields = publish::inconclusive(head, &why);
+                let fields = present::check_run::inconclusive(head, &why);
                 self.upsert_check(t, &CommitSha::from(head), &fields).await.map(drop)
             }
         }

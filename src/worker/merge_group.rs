@@ -12,7 +12,7 @@ use super::{fatal, store_err, Failure, Target, Worker};
 use crate::gate::config::Config;
 use crate::github::event::{Event, MergeGroup, MergeGroupEvent, WorkflowRun};
 use crate::github::{CommitSha, CHECK_NAME};
-use crate::publish;
+use crate::present;
 use crate::store::EvidenceRun;
 
 /// What judging a merge group with one workflow run gave.
@@ -88,7 +88,7 @@ impl Worker {
         {
             Some(run) => run.id,
             None => {
-                let fields = publish::queued(head.as_str(), &config);
+                let fields = present::check_run::queued(head.as_str(), &config);
                 t.client.create_check_run(&t.repo, &head, &fields).await?.id
             }
         };
@@ -153,7 +153,7 @@ impl Worker {
             "re-evaluation was requested, but no completed `merge_group` run of the evidence workflow is known for \
              the merge group's head `{head}`; re-run the evidence workflow"
         );
-        let fields = publish::inconclusive(head, &why);
+        let fields = present::check_run::inconclusive(head, &why);
         self.upsert_check(t, &CommitSha::from(head), &fields).await.map(drop)
     }
 
@@ -179,7 +179,7 @@ impl Worker {
             workflow_path: workflow_path.to_owned(),
         };
         let fields = match self.config_at(t, &base).await {
-            Err(Failure::Fatal(why)) => publish::inconclusive(head, &why),
+            Err(Failure::Fatal(why)) => present::check_run::inconclusive(head, &why),
             Err(e) => return Err(e),
             Ok(config) => {
                 let judged = self
@@ -201,14 +201,14 @@ impl Worker {
                             .set_evidence_run(&repo, head, &evidence_run)
                             .await
                             .map_err(store_err)?;
-                        publish::completed(&report, &config, head)
+                        present::check_run::completed(&report, &config, head)
                     }
                     Err(Failure::Fatal(why)) => {
                         self.store
                             .set_evidence_run(&repo, head, &evidence_run)
                             .await
                             .map_err(store_err)?;
-                        publish::inconclusive(head, &why)
+                        present::check_run::inconclusive(head, &why)
                     }
                     Err(e) => return Err(e),
                 }
@@ -230,7 +230,7 @@ impl Worker {
         let sha = CommitSha::from(head);
         match t.client.find_check_run(&t.repo, &sha, CHECK_NAME, head).await? {
             Some(run) if run.status != "completed" => {
-                let fields = publish::cancelled(head, e.reason.as_deref());
+                let fields = present::check_run::cancelled(head, e.reason.as_deref());
                 let id = self.upsert_check(t, &sha, &fields).await?;
                 tracing::info!(
                     check_run = id,

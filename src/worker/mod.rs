@@ -21,7 +21,7 @@ use crate::github::{
     CHECK_NAME,
 };
 use crate::metrics::{JobOutcome, Metrics};
-use crate::publish;
+use crate::present;
 use crate::runtime::{Clock, Shutdown, Task};
 use crate::store::{Failed, Job, JobId, NewDelivery, PrVerdict, Store};
 use chrono::{DateTime, Utc};
@@ -661,7 +661,7 @@ impl Worker {
             return Ok(());
         }
         let config = self.config_at(t, &base).await?.config;
-        let fields = publish::queued(head.as_str(), &config);
+        let fields = present::check_run::queued(head.as_str(), &config);
         let run = t.client.create_check_run(&t.repo, &head, &fields).await?;
         self.store
             .set_check_run_id(&repo, head.as_str(), run.id)
@@ -740,7 +740,7 @@ impl Worker {
                         d.timeout_minutes, d.artifact
                     )
                 };
-                let fields = publish::inconclusive(head, &why);
+                let fields = present::check_run::inconclusive(head, &why);
                 let id = self.upsert_check(t, &sha, &fields).await?;
                 tracing::warn!(check_run = id, "evidence timed out: {why}");
                 Ok(())
@@ -777,14 +777,5 @@ mod tests {
         assert_eq!(wait_until(now, wait), now + chrono::Duration::seconds(7));
         // A reset already past: at once, never before now.
         assert_eq!(wait_until(now, Wait::Until(std::time::UNIX_EPOCH)), now);
-    }
-
-    #[test]
-    fn inconclusive_is_failure_and_says_why() {
-        let f = publish::inconclusive("abc", "GitHub said 500");
-        assert_eq!(f.conclusion, Some(crate::github::Conclusion::Failure));
-        let out = f.output.unwrap();
-        assert!(out.title.starts_with("INCONCLUSIVE"));
-        assert!(out.summary.contains("GitHub said 500"));
     }
 }

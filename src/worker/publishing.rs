@@ -13,7 +13,8 @@ use crate::gate::config::Config;
 use crate::gate::Report;
 use crate::github::event::{Event, RequestedAction};
 use crate::github::{Annotation, CheckRunFields, CommitSha, Conclusion, GithubError, PullNumber};
-use crate::publish::{self, SharedHeadLine};
+use crate::present;
+use crate::present::shared_head::SharedHeadLine;
 use crate::store::{CommentState, Job, PrVerdict};
 use sha2::Digest as _;
 use std::collections::BTreeSet;
@@ -76,13 +77,15 @@ impl Worker {
             let (verdict, conclusion, title) = match j {
                 Judged::Report(report, config) => (
                     report.verdict.as_str().to_owned(),
-                    publish::conclusion(report.verdict, config).as_str().to_owned(),
-                    publish::title(report),
+                    present::check_run::conclusion(report.verdict, config)
+                        .as_str()
+                        .to_owned(),
+                    present::check_run::title(report),
                 ),
                 Judged::Failed { why, .. } => (
                     "INCONCLUSIVE".to_owned(),
                     "failure".to_owned(),
-                    publish::inconclusive(head.as_str(), why)
+                    present::check_run::inconclusive(head.as_str(), why)
                         .output
                         .map(|o| o.title)
                         .unwrap_or_default(),
@@ -109,8 +112,8 @@ impl Worker {
             return Ok(());
         };
         let mut fields = match j {
-            Judged::Report(report, config) => publish::completed(report, config, head.as_str()),
-            Judged::Failed { why, .. } => publish::inconclusive(head.as_str(), why),
+            Judged::Report(report, config) => present::check_run::completed(report, config, head.as_str()),
+            Judged::Failed { why, .. } => present::check_run::inconclusive(head.as_str(), why),
             Judged::NotEvidence => return Ok(()),
         };
         let rows = self.store.pr_verdicts(&repo, head.as_str()).await.map_err(store_err)?;
@@ -282,7 +285,7 @@ impl Worker {
         let repo = t.repo.to_string();
         let stored = self.store.comment(&repo, pr.0).await.map_err(store_err)?;
         if let Some(st) = stored {
-            let Some(body) = publish::comment_body(report, config, Some("")) else {
+            let Some(body) = present::comment::comment_body(report, config, Some("")) else {
                 return Ok(());
             };
             let sha = sha256_hex(&body);
@@ -299,15 +302,15 @@ impl Worker {
         }
         let found = t
             .client
-            .find_comment_with_marker(&t.repo, pr, publish::COMMENT_MARKER)
+            .find_comment_with_marker(&t.repo, pr, present::comment::COMMENT_MARKER)
             .await?;
         let previous = found.as_ref().map(|c| c.body.clone().unwrap_or_default());
-        let Some(body) = publish::comment_body(report, config, previous.as_deref()) else {
+        let Some(body) = present::comment::comment_body(report, config, previous.as_deref()) else {
             return Ok(());
         };
         let sha = sha256_hex(&body);
         let id = match found {
-            Some(c) if !publish::comment_changed(previous.as_deref().unwrap_or(""), &body) => c.id,
+            Some(c) if !present::comment::comment_changed(previous.as_deref().unwrap_or(""), &body) => c.id,
             Some(c) => t.client.update_comment(&t.repo, c.id, &body).await?.id,
             None => t.client.create_comment(&t.repo, pr, &body).await?.id,
         };
@@ -350,7 +353,7 @@ impl Worker {
         let result = async {
             let work = work?.ok_or_else(|| fatal("the job carries no event the App acts on"))?;
             let t = self.target(work.envelope().ok_or_else(|| fatal("the job names no repository"))?)?;
-            let mut fields = publish::inconclusive(head, why);
+            let mut fields = present::check_run::inconclusive(head, why);
             if let Some(pr) = job.pr {
                 fields = self.record_given_up(&t, head, pr, &work, fields).await?;
             }
@@ -408,5 +411,5 @@ pub(super) fn with_table(fields: CheckRunFields, rows: &[PrVerdict], decisive: u
             verdict: &v.verdict,
         })
         .collect();
-    publish::shared_head(fields, &lines, decisive)
+    present::shared_head::shared_head(fields, &lines, decisive)
 }

@@ -7,7 +7,7 @@
 //! once), which lists the App's installations and their repositories and queues one job per
 //! repository, paced `sweep_pace` apart and skipping an installation whose rate limit is low.
 //! Each repository job reads the config and the ledger at the default branch's head and keeps
-//! exactly one open issue, found again by [`publish::EXPIRED_FREEZES_MARKER`]: created when
+//! exactly one open issue, found again by [`present::expired_freezes::EXPIRED_FREEZES_MARKER`]: created when
 //! entries expire or are about to, edited in place only when the list changes, closed with a
 //! short note when nothing is left. The store records the issue per repository, and a store
 //! lock per repository keeps one writer at a time across instances.
@@ -17,7 +17,7 @@ use crate::gate::expiry::{expiry_notice, ExpiryNotice};
 use crate::gate::ledger::{parse_ledger, Ledger};
 use crate::github::event::{Envelope, Installation, Repository};
 use crate::github::{CommitSha, GithubError, IssueUpdate};
-use crate::publish;
+use crate::present;
 use crate::store::{ExpiryIssue, NewDelivery, Recorded};
 
 impl Worker {
@@ -161,12 +161,12 @@ impl Worker {
                 None if bytes.is_none() => None,
                 None => t
                     .client
-                    .find_open_issue_with_marker(&t.repo, publish::EXPIRED_FREEZES_MARKER)
+                    .find_open_issue_with_marker(&t.repo, present::expired_freezes::EXPIRED_FREEZES_MARKER)
                     .await?
                     .map(|i| i.number),
             };
             if let Some(n) = number {
-                let body = publish::expired_freezes_closed_body(&config.ledger, branch, today);
+                let body = present::expired_freezes::expired_freezes_closed_body(&config.ledger, branch, today);
                 let close = IssueUpdate {
                     body: Some(&body),
                     state: Some("closed"),
@@ -192,7 +192,7 @@ impl Worker {
                 return Ok(());
             }
         }
-        let body = publish::expired_freezes_body(&notice, &config.ledger, branch, today);
+        let body = present::expired_freezes::expired_freezes_body(&notice, &config.ledger, branch, today);
         let number = self.publish_expiry_issue(t, recorded.as_ref(), &notice, &body).await?;
         self.remember_expiry_issue(&repo, Some(number), key).await
     }
@@ -212,14 +212,14 @@ impl Worker {
         if existing.is_none() {
             existing = t
                 .client
-                .find_open_issue_with_marker(&t.repo, publish::EXPIRED_FREEZES_MARKER)
+                .find_open_issue_with_marker(&t.repo, present::expired_freezes::EXPIRED_FREEZES_MARKER)
                 .await?;
         }
         let entries = notice.entries.len();
         match existing {
             Some(issue) => {
                 let closed = issue.state != "open";
-                if closed || publish::comment_changed(issue.body.as_deref().unwrap_or(""), body) {
+                if closed || present::comment::comment_changed(issue.body.as_deref().unwrap_or(""), body) {
                     let edit = IssueUpdate {
                         body: Some(body),
                         state: closed.then_some("open"),
@@ -238,7 +238,7 @@ impl Worker {
             None => {
                 let issue = t
                     .client
-                    .create_issue(&t.repo, publish::EXPIRED_FREEZES_TITLE, body)
+                    .create_issue(&t.repo, present::expired_freezes::EXPIRED_FREEZES_TITLE, body)
                     .await?;
                 tracing::info!(issue = issue.number, entries, "expired-freezes issue opened");
                 Ok(issue.number)

@@ -330,7 +330,7 @@ async fn pull_request_then_evidence_publishes_a_check_run_and_one_comment() {
     let posted = app.fake.requests("POST", &comments).await;
     assert_eq!(posted.len(), 1);
     let comment = body_of(&posted[0])["body"].as_str().unwrap().to_owned();
-    assert!(comment.contains(flakegate::publish::COMMENT_MARKER));
+    assert!(comment.contains(flakegate::present::comment::COMMENT_MARKER));
     assert!(comment.contains("@shop/payments"), "{comment}");
     assert!(!comment.contains("@qa-oncall"), "{comment}");
 

@@ -14,7 +14,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
-const MARKER: &str = flakegate::publish::COMMENT_MARKER;
+const MARKER: &str = flakegate::present::comment::COMMENT_MARKER;
 
 pub(crate) async fn start() -> (App, FakeRepo) {
     start_with(RetryPolicy::default()).await

@@ -1,0 +1,87 @@
+//! The expired-freezes issue: its body (the ledger entries past or near their expiry, their
+//! owners mentioned when they have a handle), the body it is closed with, its title and the
+//! marker the App finds it by.
+
+use super::markdown;
+use super::words::{truncate, unmentioned};
+use crate::gate::config::is_handle;
+use crate::gate::inert;
+use crate::github::OUTPUT_MAX_BYTES;
+use serde::Serialize;
+
+/// The hidden marker the expired-freezes issue starts with; the App finds its issue by it.
+pub const EXPIRED_FREEZES_MARKER: &str = "<!-- flakegate:expired-freezes -->";
+
+/// The expired-freezes issue's title (the same every time: the body says what changed).
+pub const EXPIRED_FREEZES_TITLE: &str = "flakegate: frozen tests past or near their expiry";
+
+#[derive(Serialize)]
+struct ExpiringCtx {
+    test: String,
+    who: String,
+    mention: bool,
+    expires: String,
+    expired: bool,
+    days_past: i64,
+    days_left: i64,
+    line: usize,
+}
+
+/// The body of the expired-freezes issue for `notice`, read from `ledger` on `branch` on `today`.
+pub fn expired_freezes_body(
+    notice: &crate::gate::expiry::ExpiryNotice,
+    ledger: &str,
+    branch: &str,
+    today: chrono::NaiveDate,
+) -> String {
+    let entries: Vec<ExpiringCtx> = notice
+        .entries
+        .iter()
+        .map(|e| ExpiringCtx {
+            test: e.test.clone(),
+            mention: e.handle.is_some(),
+            who: e.handle.clone().unwrap_or_else(|| unmentioned(&e.owner)),
+            expires: e.expires.to_string(),
+            expired: e.expired,
+            days_past: e.days_past,
+            days_left: e.days_left,
+            line: e.line,
+        })
+        .collect();
+    let mentions: Vec<&str> = notice
+        .mentions
+        .iter()
+        .map(String::as_str)
+        .filter(|h| is_handle(h))
+        .collect();
+    let mut env = markdown::environment();
+    env.add_template("expired-freezes.md.j2", markdown::EXPIRED_FREEZES)
+        .expect("the bundled expired-freezes template parses");
+    let body = env
+        .get_template("expired-freezes.md.j2")
+        .and_then(|t| {
+            t.render(minijinja::context! {
+                marker => minijinja::Value::from_safe_string(EXPIRED_FREEZES_MARKER.to_string()),
+                today => today.to_string(),
+                ledger => ledger,
+                branch => branch,
+                warning_days => notice.warning_days,
+                unmapped => notice.entries.iter().any(|e| e.handle.is_none()),
+                mentions => mentions,
+                entries => entries,
+            })
+        })
+        .expect("the bundled expired-freezes template renders");
+    let body = if body.ends_with('\n') { body } else { body + "\n" };
+    truncate(&body, OUTPUT_MAX_BYTES)
+}
+
+/// The body the expired-freezes issue is closed with: no freeze has expired or is about to.
+pub fn expired_freezes_closed_body(ledger: &str, branch: &str, today: chrono::NaiveDate) -> String {
+    format!(
+        "{EXPIRED_FREEZES_MARKER}\n✅ As of {today}, no entry of {} on {} has expired or expires soon: closing. \
+         flakegate opens a new issue when one does.\n",
+        inert::code(ledger),
+        inert::code(branch)
+    )
+}

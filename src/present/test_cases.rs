@@ -1,0 +1,59 @@
+//! The real gate on the committed fixtures, for the tests of what the App publishes: a case of
+//! `tests/fixtures/cases/`, or an entry of the agent-proofing corpus.
+
+use crate::evidence::EvidenceSources;
+use crate::gate::config::Config;
+use crate::gate::report::Report;
+use crate::gate::GateInput;
+use std::path::PathBuf;
+
+pub(super) fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// Run the real gate on a committed fixture case, as `tests/cli/check.rs` does.
+pub(super) fn case_with(name: &str, config: &Config) -> Report {
+    report_of(&fixtures().join("cases").join(name), config)
+}
+
+/// The gate on a fixture directory (a case, or an entry of the agent-proofing corpus).
+pub(super) fn report_of(dir: &std::path::Path, config: &Config) -> Report {
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("case.json")).unwrap()).unwrap();
+    let today = chrono::NaiveDate::parse_from_str(meta["today"].as_str().unwrap(), "%Y-%m-%d").unwrap();
+    let patch_bytes = std::fs::read(dir.join("diff.patch")).unwrap();
+    let patch = crate::gate::patch::parse_patch("diff.patch", &patch_bytes).unwrap();
+    let own = dir.join("ledger.json");
+    let ledger_path = if own.is_file() {
+        own
+    } else {
+        fixtures().join("project/.github/flake-ledger.json")
+    };
+    let ledger_text = std::fs::read_to_string(&ledger_path).unwrap();
+    let ledger = crate::gate::ledger::parse_ledger("flake-ledger.json", &ledger_text, config.policy.max_freeze_days);
+    let ev = dir.join("evidence");
+    let sources = EvidenceSources {
+        dir: None,
+        coverage: Some(ev.join("coverage.json")),
+        results: vec![ev.join("results")],
+        probe: Some(fixtures().join("probe/reportlog")),
+        meta: None,
+    };
+    let loaded = crate::evidence::load_evidence(&sources, &patch, ledger.as_ref().ok(), &Default::default());
+    let input = GateInput {
+        patch: &patch,
+        ledger: &ledger,
+        config,
+        evidence: &loaded.evidence,
+        today,
+        base_sha: None,
+        head_sha: Some("0123456789abcdef0123456789abcdef01234567".into()),
+        inputs: Vec::new(),
+        workflow: None,
+    };
+    crate::gate::evaluate(&input)
+}
+
+pub(super) fn case(name: &str) -> Report {
+    case_with(name, &Config::default())
+}
