@@ -291,7 +291,9 @@ for f in files.values():
         in_cli = f.module[:1] == ["cli"]
         if top == "cli" and not in_cli:
             problems.append(f"{rel(f.path)}:{line}: imports the command line ({'::'.join(ab)}); nothing outside src/cli/ may")
-        if f.module[:1] == ["gate"] and top != "gate":
+        # `use crate as flakegate;` (ab empty) only lets test code shared with the integration
+        # tests name the library as they do; what it then names is checked where it is defined.
+        if f.module[:1] == ["gate"] and ab and top != "gate":
             problems.append(f"{rel(f.path)}:{line}: the gate imports crate::{'::'.join(ab)}; src/gate/ imports only gate")
         if f.module[:1] == ["server"] and top == "worker":
             problems.append(f"{rel(f.path)}:{line}: the server imports the worker ({'::'.join(ab)})")

@@ -56,31 +56,7 @@ pub struct CheckArgs {
     #[arg(long, value_name = "DIR")]
     pub templates: Option<PathBuf>,
     #[command(flatten)]
-    pub history: HistoryArgs,
-}
-
-/// The flake history on the command line: a SQLite file (created when missing) that CI can keep
-/// between runs with its cache.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct HistoryArgs {
-    /// Judge with the flake history in this SQLite file: a test that passed and failed on one sha
-    /// in any earlier recorded run is unstable.
-    #[arg(long, value_name = "FILE")]
-    pub history: Option<PathBuf>,
-    /// Also add this evidence's observations to the history (only when no trust rule fired).
-    #[arg(long, requires = "history")]
-    pub record: bool,
-    /// The repository the history belongs to (default: $GITHUB_REPOSITORY, else git's `origin`
-    /// URL, else `local`); a history file of another repository is refused.
-    #[arg(long, value_name = "OWNER/NAME")]
-    pub repository: Option<String>,
-    /// The pull request the evidence belongs to, recorded as the source of its observations.
-    #[arg(long, value_name = "N")]
-    pub pr: Option<u64>,
-    /// The evidence comes from a fork's pull request: only the failures of its probe are
-    /// recorded (a fork's runs may show a test unstable, never stable).
-    #[arg(long, requires = "history")]
-    pub fork: bool,
+    pub history: super::history_file::HistoryArgs,
 }
 
 /// `flakegate check`: returns the exit status (0 PASS / PASS_WITH_CAVEAT, 1 FAIL / INCONCLUSIVE).
@@ -118,7 +94,7 @@ pub(super) fn judge(args: &CheckArgs) -> anyhow::Result<crate::gate::Report> {
             };
             let history = match &args.history.history {
                 Some(path) => Some(
-                    super::history::access(&args.history, path, today, args.dir.as_deref())
+                    super::history_file::access(&args.history, path, today, args.dir.as_deref())
                         .await
                         .map_err(AssembleError::Source)?,
                 ),

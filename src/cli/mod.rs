@@ -7,6 +7,7 @@
 
 mod check;
 mod history;
+mod history_file;
 mod ledger;
 mod probe;
 mod serve;

@@ -239,7 +239,8 @@ macro_rules! common_history_methods {
         }
 
         /// What `repo_id`'s history knows of `tests` within the window ending at `now`, with
-        /// their counts on `base_sha`. Tests it has never seen are left out.
+        /// their counts on `base_sha` and `head_sha`. Tests it has never seen are left out.
+        #[allow(clippy::too_many_arguments)]
         pub(super) async fn history_for(
             &self,
             repo_id: i64,

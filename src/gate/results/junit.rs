@@ -226,14 +226,12 @@ impl<'a> CaseReader<'a> {
                 Event::Start(e) => self.start(&e, false, start, finished)?,
                 Event::Empty(e) => self.start(&e, true, start, finished)?,
                 Event::End(e) => self.end(e.local_name().as_ref(), finished),
-                Event::Text(t) => {
-                    if self.child.as_ref().is_some_and(|ch| ch.text.len() < 4096) {
-                        let s = t
-                            .unescape()
-                            .map_err(|e| InputError::new(self.at_pos(start), format!("malformed XML text: {e}")))?;
-                        if let Some(ch) = self.child.as_mut() {
-                            ch.text.push_str(&s);
-                        }
+                Event::Text(t) if self.child.as_ref().is_some_and(|ch| ch.text.len() < 4096) => {
+                    let s = t
+                        .unescape()
+                        .map_err(|e| InputError::new(self.at_pos(start), format!("malformed XML text: {e}")))?;
+                    if let Some(ch) = self.child.as_mut() {
+                        ch.text.push_str(&s);
                     }
                 }
                 Event::CData(t) => {
