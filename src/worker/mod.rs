@@ -99,6 +99,8 @@ pub struct Worker {
 /// The job being processed.
 struct InHand {
     id: JobId,
+    /// Its delivery id: what an INCONCLUSIVE for an internal failure names.
+    delivery_id: String,
     /// How to tell it its lease was lost.
     lost: Arc<tokio::sync::Notify>,
 }
@@ -213,6 +215,15 @@ impl Worker {
             .map(|h| h.id)
     }
 
+    /// The delivery id of the job being processed, if any.
+    fn delivery_in_hand(&self) -> Option<String> {
+        self.in_hand
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|h| h.delivery_id.clone())
+    }
+
     /// Renew the lease of the job in hand until `now + lease` (the heartbeat calls this every
     /// `heartbeat`). `Some(false)`: the lease was lost — it expired and another worker claimed
     /// the job — so the job in hand is abandoned before it publishes anything more. `None`:
@@ -241,6 +252,7 @@ impl Worker {
         let lost = Arc::new(tokio::sync::Notify::new());
         *self.in_hand.lock().unwrap_or_else(|p| p.into_inner()) = Some(InHand {
             id: job.id,
+            delivery_id: job.delivery_id.clone(),
             lost: lost.clone(),
         });
         let every = self

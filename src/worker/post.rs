@@ -331,11 +331,16 @@ impl Worker {
         self.store.set_comment(repo, pr.0, &state).await.map_err(store_err)
     }
 
-    /// The check run of `head` when no verdict could be reached: INCONCLUSIVE saying why.
+    /// The check run of `head` when no verdict could be reached: INCONCLUSIVE saying why when the
+    /// repository can act on it; for an internal failure only the delivery of the job in hand,
+    /// under which the failure is logged.
     pub(super) fn unjudged(&self, head: &str, why: &Fatal) -> CheckRunFields {
         match why {
             Fatal::User(why) => check_run::inconclusive(head, why),
-            Fatal::Internal(e) => check_run::inconclusive(head, &format!("{e:#}")),
+            Fatal::Internal(_) => {
+                let delivery = self.delivery_in_hand().unwrap_or_else(|| "-".to_owned());
+                check_run::internal_error(head, &delivery)
+            }
         }
     }
 
