@@ -1,7 +1,8 @@
 //! The check run's fields, computed without any I/O: queued while evidence is awaited; completed
 //! with conclusion, title, summary, the evidence record as text, annotations on blind lines
-//! ([`super::annotations`]) and the buttons; INCONCLUSIVE when no verdict could be reached;
-//! cancelled when a merge group leaves the queue first. The worker sends them.
+//! ([`super::annotations`]) and the buttons; INCONCLUSIVE when no verdict could be reached
+//! (saying why, or, for an internal failure, only where an operator finds why); cancelled when
+//! a merge group leaves the queue first. `worker::post` sends them.
 
 use super::annotations::annotations;
 use super::markdown;
@@ -93,6 +94,38 @@ pub fn inconclusive(head: &str, why: &str) -> CheckRunFields {
     f.conclusion = Some(Conclusion::Failure);
     f.output = Some(CheckOutput {
         title: format!("INCONCLUSIVE: {why_line}"),
+        summary: truncate(&summary, OUTPUT_MAX_BYTES),
+        text: None,
+        annotations: Vec::new(),
+    });
+    f.actions = actions();
+    f
+}
+
+/// INCONCLUSIVE because of an internal failure (the store, the network, GitHub, a bug): nothing
+/// the repository did or can fix, and its text may name the App's insides, so the check run
+/// does not show it. It says what the repository can do and names the delivery under which the
+/// worker logged the failure, for the App's operators.
+pub fn internal_error(head: &str, delivery_id: &str) -> CheckRunFields {
+    let summary = format!(
+        "## INCONCLUSIVE — no verdict could be reached\n\n\
+         An internal error stopped flakegate before it reached a verdict: a failure on the App's side or \
+         GitHub's, not a problem in this repository's config, ledger, patch or evidence.\n\n\
+         flakegate never passes a change it could not judge. Use **Re-evaluate** or re-run the evidence workflow \
+         to try again. If it keeps failing, give the App's operators the delivery id {}: their logs say what \
+         went wrong under it.\n",
+        inert::code(delivery_id)
+    );
+    let mut f = CheckRunFields::new(head, CheckStatus::Completed);
+    f.conclusion = Some(Conclusion::Failure);
+    f.output = Some(CheckOutput {
+        title: cut_chars(
+            &format!(
+                "INCONCLUSIVE: an internal error stopped the evaluation (delivery {})",
+                inert::one_line(delivery_id, 100)
+            ),
+            TITLE_LIMIT,
+        ),
         summary: truncate(&summary, OUTPUT_MAX_BYTES),
         text: None,
         annotations: Vec::new(),

@@ -1,19 +1,19 @@
-//! A workflow run brought evidence: find the pull requests it is for, read their files
-//! through GitHub ([`PullRequestFiles`], the App's side of `evidence::assemble::Sources`),
-//! run the one pipeline and publish. Every open pull request at the head is judged against
-//! its own base as GitHub has it now. Also re-evaluation and re-runs, which start from the
-//! evidence workflow's run recorded for the head (never another workflow's).
+//! The GitHub side of the one pipeline: a head judged with one workflow run's evidence. The
+//! files are read through GitHub ([`PullRequestFiles`], the App's side of
+//! `evidence::assemble::Sources`): config, ledger and CODEOWNERS at the base, the ledger at the
+//! head, the diff (a pull request's, or a merge group's `base...head` compared), and the run's
+//! evidence artifact, extracted into a scratch directory. The `workflow_run`, `merge_group` and
+//! `check_run` handlers judge with it.
 
-use super::{fatal, store_err, Failure, Target, Worker};
+use super::dispatch::Target;
+use super::failure::{content, user, Failure, Fatal};
+use super::Worker;
 use crate::evidence::assemble::{self, AssembleError, ConfigRead, Judging, Named, Sources};
 use crate::evidence::{artifact_relative, evidence_root, EvidenceSources};
-use crate::gate::config::Config;
+use crate::gate::config::{Config, CONFIG_PATH};
 use crate::gate::Report;
-use crate::github::event::WorkflowRun;
-use crate::github::{Artifact, CommitSha, GithubError, PatchSource, PullNumber, PullRequest};
-use crate::present;
-use crate::store::EvidenceRun;
-use std::collections::BTreeSet;
+use crate::github::{Artifact, CommitSha, GithubError, PatchSource, PullNumber};
+use anyhow::Context as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -39,15 +39,20 @@ pub(super) enum Judged {
     Report(Box<Report>, Box<Config>),
     /// No verdict could be reached: INCONCLUSIVE saying why. `evidence`: the run is this
     /// pull request's evidence workflow (known only once its config could be read).
-    Failed { why: String, evidence: bool },
+    Failed { why: Fatal, evidence: bool },
 }
 
-/// A failure retrying cannot fix becomes the pull request's INCONCLUSIVE (`Ok(Err(why))`);
-/// a retryable one fails the job.
-fn settle<T>(r: Result<T, Failure>) -> Result<Result<T, String>, Failure> {
+/// A failure retrying cannot fix becomes an INCONCLUSIVE (`Ok(Err(why))`); a retryable one
+/// fails the job. An internal one is logged here in full: the check run will not show it.
+pub(super) fn settle<T>(r: Result<T, Failure>) -> Result<Result<T, Fatal>, Failure> {
     match r {
         Ok(v) => Ok(Ok(v)),
-        Err(Failure::Fatal(why)) => Ok(Err(why)),
+        Err(Failure::Fatal(why)) => {
+            if let Fatal::Internal(e) = &why {
+                tracing::error!("no verdict, an internal error: {e:#}");
+            }
+            Ok(Err(why))
+        }
         Err(e) => Err(e),
     }
 }
@@ -95,7 +100,7 @@ struct PullRequestFiles<'a> {
 
 impl PullRequestFiles<'_> {
     async fn file_at(&self, path: &str, sha: &CommitSha) -> Result<Option<Named>, Failure> {
-        let bytes = self.t.client.file_at(&self.t.repo, path, sha).await?;
+        let bytes = self.t.client.file_at(&self.t.repo, path, sha).await.map_err(content)?;
         Ok(bytes.map(|b| Named::new(format!("{sha}:{path}"), b)))
     }
 }
@@ -104,17 +109,23 @@ impl Sources for PullRequestFiles<'_> {
     type Error = Failure;
 
     async fn config(&self) -> Result<Option<Named>, Failure> {
-        self.file_at(crate::gate::config::CONFIG_PATH, &self.base).await
+        self.file_at(CONFIG_PATH, &self.base).await
     }
 
     async fn patch(&self) -> Result<Named, Failure> {
         let (base, head) = (&self.base, &self.head);
         Ok(match self.patch_of {
-            PatchOf::Pull(number) => match self.t.client.pull_diff(&self.t.repo, number).await? {
+            PatchOf::Pull(number) => match self.t.client.pull_diff(&self.t.repo, number).await.map_err(content)? {
                 PatchSource::Diff(d) => Named::new(format!("pull request {number} diff"), d),
                 PatchSource::Files(f) => Named::new(format!("pull request {number} files"), f.into_bytes()),
             },
-            PatchOf::Compare => match self.t.client.compare_diff(&self.t.repo, base, head).await? {
+            PatchOf::Compare => match self
+                .t
+                .client
+                .compare_diff(&self.t.repo, base, head)
+                .await
+                .map_err(content)?
+            {
                 PatchSource::Diff(d) => Named::new(format!("{base}...{head} diff"), d),
                 PatchSource::Files(f) => Named::new(format!("{base}...{head} files"), f.into_bytes()),
             },
@@ -140,7 +151,7 @@ impl Sources for PullRequestFiles<'_> {
             Ok(dir) => dir,
             // Listed as live a moment ago, expired by the time it was fetched.
             Err(GithubError::Gone(why)) => {
-                return Err(fatal(format!(
+                return Err(user(format!(
                     "the artifact `{name}` of workflow run {run_id} has expired ({why}); re-run the workflow"
                 )))
             }
@@ -176,170 +187,15 @@ impl Sources for PullRequestFiles<'_> {
 }
 
 impl Worker {
-    // ---- workflow_run: evaluate -------------------------------------------------------------
-
-    pub(super) async fn workflow_run(&self, t: &Target, run: &WorkflowRun) -> Result<(), Failure> {
-        if run.event.as_deref() == Some(MERGE_GROUP) {
-            return self.merge_group_run_completed(t, run).await;
-        }
-        let head = run.head_sha.as_str();
-        // A number means something only in its base repository: a fork's own pull requests
-        // are listed too. Unknown repositories (ours or theirs) are not trusted.
-        let listed: Vec<u64> = run
-            .pull_requests
-            .iter()
-            .flatten()
-            .filter(|pr| pr.head.as_ref().map(|h| h.sha.as_str()) == Some(head))
-            .filter(|pr| {
-                let base_repo = pr.base.as_ref().and_then(|b| b.repo.as_ref()).and_then(|r| r.id);
-                base_repo.is_some() && base_repo == t.repo_id
-            })
-            .filter_map(|pr| pr.number)
-            .collect();
-        // GitHub lists no pull requests for a fork's run: ask which have this head.
-        let ask_commit = listed.is_empty();
-        self.judge_head(t, head, run.id, run.path.as_deref().unwrap_or(""), &listed, ask_commit)
+    /// The repository configuration at `sha` (defaults when there is none).
+    pub(super) async fn config_at(&self, t: &Target, sha: &CommitSha) -> Result<ConfigRead, Failure> {
+        let file = t
+            .client
+            .file_at(&t.repo, CONFIG_PATH, sha)
             .await
-    }
-
-    /// Judge every open pull request at `head` — those `listed`, those judged here before,
-    /// and (`ask_commit`) those GitHub associates with the commit — with workflow run
-    /// `run_id`, then publish the head's one check run (the worst verdict) and a comment
-    /// on each pull request about that pull request.
-    async fn judge_head(
-        &self,
-        t: &Target,
-        head: &str,
-        run_id: u64,
-        workflow_path: &str,
-        listed: &[u64],
-        ask_commit: bool,
-    ) -> Result<(), Failure> {
-        let prs = self.open_pulls_at(t, head, listed, ask_commit).await?;
-        if prs.is_empty() {
-            tracing::info!(run_id, "no open pull request has this run's head; nothing to judge");
-            return Ok(());
-        }
-        let mut judged = Vec::new();
-        for pr in prs {
-            match self.judge_pr(t, head, &pr, run_id, workflow_path).await? {
-                Judged::NotEvidence => {}
-                j => judged.push((pr, j)),
-            }
-        }
-        if judged.is_empty() {
-            return Ok(());
-        }
-        let repo = t.repo.to_string();
-        // Re-run and Re-evaluate act on this run only if it is the evidence workflow's.
-        if judged
-            .iter()
-            .any(|(_, j)| matches!(j, Judged::Report(..) | Judged::Failed { evidence: true, .. }))
-        {
-            let run = EvidenceRun {
-                run_id,
-                workflow_path: workflow_path.to_owned(),
-            };
-            self.store
-                .set_evidence_run(&repo, head, &run)
-                .await
-                .map_err(store_err)?;
-        }
-        // A push may have landed while we worked: do not publish for an old head.
-        let mut current = Vec::new();
-        for (pr, j) in judged {
-            if self.superseded(&repo, pr.number, head).await? {
-                tracing::info!(pull_request = pr.number, "superseded while evaluating; not published");
-            } else {
-                current.push((pr, j));
-            }
-        }
-        if current.is_empty() {
-            return Ok(());
-        }
-        self.publish_head(t, &CommitSha::from(head), &current).await
-    }
-
-    /// The open pull requests of this repository whose head is `head` now, as GitHub says.
-    /// A pull request recorded here before that has moved on, closed or is not ours is
-    /// forgotten for this head.
-    async fn open_pulls_at(
-        &self,
-        t: &Target,
-        head: &str,
-        listed: &[u64],
-        ask_commit: bool,
-    ) -> Result<Vec<PrRef>, Failure> {
-        let repo = t.repo.to_string();
-        let recorded = self.store.pr_verdicts(&repo, head).await.map_err(store_err)?;
-        let mut numbers: BTreeSet<u64> = listed.iter().copied().collect();
-        numbers.extend(recorded.iter().map(|v| v.pr));
-        let mut found: Vec<PullRequest> = Vec::new();
-        if ask_commit {
-            let sha = CommitSha::from(head);
-            for pr in t.client.commit_pulls(&t.repo, &sha).await? {
-                numbers.remove(&pr.number.0);
-                found.push(pr);
-            }
-        }
-        for n in numbers {
-            match t.client.pull_request(&t.repo, PullNumber(n)).await {
-                Ok(pr) => found.push(pr),
-                Err(GithubError::NotFound(_)) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        let mut prs = Vec::new();
-        for pr in found {
-            let ours = pr.base.repo.as_ref().is_none_or(|r| r.full_name == repo);
-            let n = pr.number.0;
-            if pr.state == "open" && pr.head.sha.as_str() == head && ours {
-                // GitHub's word on the current head: queued work for older heads is moot.
-                self.store.supersede(&repo, n, head).await.map_err(store_err)?;
-                prs.push(PrRef {
-                    number: n,
-                    base_sha: pr.base.sha.0,
-                    base_ref: pr.base.ref_name,
-                });
-            } else {
-                tracing::info!(pull_request = n, state = %pr.state, "not an open pull request at this head");
-                if recorded.iter().any(|v| v.pr == n) {
-                    self.store.remove_pr_verdict(&repo, head, n).await.map_err(store_err)?;
-                }
-            }
-        }
-        Ok(prs)
-    }
-
-    /// Judge one pull request with the run's evidence. A failure retrying cannot fix is
-    /// this pull request's INCONCLUSIVE; a retryable one fails the job.
-    async fn judge_pr(
-        &self,
-        t: &Target,
-        head: &str,
-        pr: &PrRef,
-        run_id: u64,
-        workflow_path: &str,
-    ) -> Result<Judged, Failure> {
-        let base = CommitSha::from(pr.base_sha.as_str());
-        let config = match settle(self.config_at(t, &base).await)? {
-            Ok(c) => c,
-            Err(why) => return Ok(Judged::Failed { why, evidence: false }),
-        };
-        let patch_of = PatchOf::Pull(PullNumber(pr.number));
-        Ok(
-            match settle(
-                self.evaluate_at(t, head, &pr.base_sha, patch_of, run_id, workflow_path, config)
-                    .await,
-            )? {
-                Ok(Some((report, config))) => {
-                    tracing::info!(verdict = %report.verdict, pull_request = pr.number, "evaluated");
-                    Judged::Report(Box::new(report), Box::new(config))
-                }
-                Ok(None) => Judged::NotEvidence,
-                Err(why) => Judged::Failed { why, evidence: true },
-            },
-        )
+            .map_err(content)?
+            .map(|b| Named::new(format!("{sha}:{CONFIG_PATH}"), b));
+        ConfigRead::from_file(file.as_ref()).map_err(|e| user(format!("repository config: {e}")))
     }
 
     /// The report of `base_sha`..`head` (a pull request's, or a merge group's) under `config`
@@ -377,13 +233,13 @@ impl Worker {
                 return Ok(None);
             }
             None => {
-                return Err(fatal(format!(
+                return Err(user(format!(
                     "workflow run {run_id} ({workflow_path}) finished without uploading the artifact `{name}`"
                 )))
             }
         };
         if artifact.expired {
-            return Err(fatal(format!(
+            return Err(user(format!(
                 "the artifact `{name}` of workflow run {run_id} has expired; re-run the workflow"
             )));
         }
@@ -411,8 +267,8 @@ impl Worker {
             .await
             .map_err(|e| match e {
                 AssembleError::Source(f) => f,
-                AssembleError::Config(e) => fatal(format!("repository config: {e}")),
-                AssembleError::Patch(e) => fatal(format!("the patch: {e}")),
+                AssembleError::Config(e) => user(format!("repository config: {e}")),
+                AssembleError::Patch(e) => user(format!("the patch: {e}")),
             })?;
         if let Some(extracted) = files.extracted.get() {
             artifact_relative(&mut report, extracted, name);
@@ -428,50 +284,9 @@ impl Worker {
         ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)
-            .map_err(|e| Failure::Retryable(format!("creating scratch directory {}: {e}", dir.display())))?;
+            .with_context(|| format!("creating scratch directory {}", dir.display()))
+            .map_err(Failure::Retryable)?;
         Ok(Scratch(dir))
-    }
-
-    // ---- re-evaluation and re-runs ----------------------------------------------------------
-
-    /// The evidence workflow's run last judged for `head` (never some other workflow's run).
-    async fn evidence_run(&self, t: &Target, head: &str) -> Result<Option<EvidenceRun>, Failure> {
-        self.store
-            .evidence_run(&t.repo.to_string(), head)
-            .await
-            .map_err(store_err)
-    }
-
-    pub(super) async fn reevaluate(&self, t: &Target, head: &str) -> Result<(), Failure> {
-        if let Some(group) = self.merge_group_at(t, head).await? {
-            return self.reevaluate_merge_group(t, &group).await;
-        }
-        match self.evidence_run(t, head).await? {
-            Some(run) => {
-                self.judge_head(t, head, run.run_id, &run.workflow_path, &[], true)
-                    .await
-            }
-            // Nothing to judge. Not queued (that could wait forever): a later run overwrites this.
-            None => {
-                let why = format!(
-                    "re-evaluation was requested, but no completed run of the evidence workflow is known for \
-                     `{head}`; re-run the evidence workflow"
-                );
-                let fields = present::check_run::inconclusive(head, &why);
-                self.upsert_check(t, &CommitSha::from(head), &fields).await.map(drop)
-            }
-        }
-    }
-
-    /// Re-run the evidence workflow; its `workflow_run` completed delivery brings the verdict.
-    pub(super) async fn rerun(&self, t: &Target, head: &str) -> Result<(), Failure> {
-        let Some(run) = self.evidence_run(t, head).await? else {
-            tracing::info!("no evidence workflow run known for this head; nothing to re-run");
-            return Ok(());
-        };
-        t.client.rerun_workflow(&t.repo, run.run_id).await?;
-        tracing::info!(run_id = run.run_id, "evidence workflow re-run requested");
-        Ok(())
     }
 }
 

@@ -904,3 +904,57 @@ async fn shutdown_releases_the_job_in_hand_for_the_next_worker() {
     assert_eq!(repo.comments(3).len(), 1);
     finish(app).await;
 }
+
+// ---- l. users see user errors, operators internal ones ------------------------------------------
+
+/// GitHub will not list the run's artifacts: not the repository's doing. The check run says
+/// what the repository can do and names the delivery under which the worker logged the failure,
+/// and shows nothing of the failure itself; re-evaluated once GitHub answers, the verdict
+/// replaces it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_internal_failure_names_its_delivery_and_not_its_chain() {
+    let (app, repo) = start().await;
+    let c = case("some_frozen");
+    stage_case(&repo, 3, &c, 1);
+    app.deliver(
+        "pull_request",
+        &pull_request_event("opened", 3, &c.base_sha, &c.head_sha),
+    )
+    .await;
+    assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
+    repo.fail_next("GET", op::RUN_ARTIFACTS, 1, 404, &[]);
+    let delivery = app
+        .deliver(
+            "workflow_run",
+            &workflow_run_completed(1, &c.head_sha, WORKFLOW, &[(3, &c.base_sha)]),
+        )
+        .await;
+    assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
+
+    let check = the_check(&repo, &c.head_sha);
+    assert_inconclusive_saying(&check, &[delivery.as_str(), "internal error", "**Re-evaluate**"]);
+    let shown = format!(
+        "{}\n{}\n{}",
+        title(&check),
+        summary(&check),
+        check.text.as_deref().unwrap_or("")
+    );
+    for inside in ["404", "injected", "not found on GitHub", "list workflow run artifacts"] {
+        assert!(!shown.contains(inside), "{inside:?} shown:\n{shown}");
+    }
+    assert!(repo.comments(3).is_empty());
+    let job = app
+        .store
+        .jobs()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|j| j.delivery_id == delivery)
+        .unwrap();
+    assert_eq!(job.state, JobState::Done, "given up at once: retrying would not help");
+
+    app.deliver("check_suite", &check_suite_rerequested(&c.head_sha)).await;
+    assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
+    assert_verdict(&the_check(&repo, &c.head_sha), "PASS_WITH_CAVEAT", "success");
+    finish(app).await;
+}

@@ -1,5 +1,6 @@
 //! The check run's fields on real fixture cases: conclusions, titles, buttons, the evidence
-//! record as text (cut to GitHub's limit and still JSON), INCONCLUSIVE saying why.
+//! record as text (cut to GitHub's limit and still JSON), INCONCLUSIVE saying why — and, for an
+//! internal failure, saying only where an operator finds why.
 
 use super::*;
 use crate::gate::report::{LineClass, LineReport};
@@ -227,4 +228,29 @@ fn inconclusive_is_failure_and_says_why() {
     let out = f.output.unwrap();
     assert!(out.title.starts_with("INCONCLUSIVE"));
     assert!(out.summary.contains("GitHub said 500"));
+}
+
+/// An internal failure blocks like any INCONCLUSIVE, keeps the buttons, and names only the
+/// delivery an operator looks for; a hostile id stays inert.
+#[test]
+fn an_internal_error_names_the_delivery_and_nothing_else() {
+    let f = internal_error("abc", "72d3162e-cc78-11e3-81ab-4c9367dc0958");
+    assert_eq!(f.conclusion, Some(Conclusion::Failure));
+    assert_eq!(f.actions, actions());
+    let out = f.output.unwrap();
+    assert_eq!(
+        out.title,
+        "INCONCLUSIVE: an internal error stopped the evaluation (delivery 72d3162e-cc78-11e3-81ab-4c9367dc0958)"
+    );
+    assert!(out.title.chars().count() <= TITLE_LIMIT);
+    assert!(
+        out.summary.contains("`72d3162e-cc78-11e3-81ab-4c9367dc0958`"),
+        "{}",
+        out.summary
+    );
+    assert!(out.summary.contains("**Re-evaluate**"), "{}", out.summary);
+    let hostile = internal_error("abc", "x`\n## ✅ PASS @octocat");
+    let out = hostile.output.unwrap();
+    assert!(!out.title.contains('\n'));
+    assert!(out.summary.contains("``x`⏎## ✅ PASS @octocat``"), "{}", out.summary);
 }

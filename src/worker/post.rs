@@ -1,21 +1,32 @@
-//! Publishing, idempotently: the check run of a head (found by the id the store keeps, else
-//! among this App's check runs by name and external id, else created; an annotation already
-//! sent is never sent again, and different findings get a fresh check run) showing the worst
-//! verdict of the open pull requests sharing that head, and one sticky comment per pull
-//! request about that pull request (created once, edited only when what it says changes).
-//! When a job cannot be judged, `give_up` completes the check run as INCONCLUSIVE. What a
-//! check run was last sent, and by which job, is recorded (`Store::publication`): a job run
-//! again after its instance died does not send the same completion twice.
+//! Posting to GitHub what `present` makes — `present` is pure text-making; this file sends it,
+//! idempotently: the check run of a head (found by the id the store keeps, else among this
+//! App's check runs by name and external id, else created; an annotation already sent is never
+//! sent again, and different findings get a fresh check run) showing the worst verdict of the
+//! open pull requests sharing that head; one sticky comment per pull request about that pull
+//! request (created once, edited only when what it says changes); and the expired-freezes
+//! issue. What a check run was last sent, and by which job, is recorded
+//! (`Store::publication`): a job run again after its instance died does not send the same
+//! completion twice.
+//!
+//! When no verdict could be reached, the check run completes as INCONCLUSIVE
+//! ([`Worker::give_up`] for a job that gave up): saying why when the repository can act on it,
+//! else naming only the delivery, under which the failure is logged.
 
+use super::dispatch::{Target, Work};
+use super::failure::{internal, store_err, Failure, Fatal};
 use super::judge::{Judged, PrRef};
-use super::{fatal, store_err, Failure, Target, Work, Worker};
+use super::Worker;
 use crate::gate::config::Config;
+use crate::gate::expiry::ExpiryNotice;
 use crate::gate::Report;
 use crate::github::event::{Event, RequestedAction};
-use crate::github::{Annotation, CheckRunFields, CommitSha, Conclusion, GithubError, PullNumber};
-use crate::present;
-use crate::present::shared_head::SharedHeadLine;
-use crate::store::{CommentState, Job, PrVerdict};
+use crate::github::{Annotation, CheckRunFields, CommitSha, Conclusion, GithubError, IssueUpdate, PullNumber};
+use crate::present::check_run;
+use crate::present::comment::{comment_body, comment_changed, COMMENT_MARKER};
+use crate::present::expired_freezes::{EXPIRED_FREEZES_MARKER, EXPIRED_FREEZES_TITLE};
+use crate::present::shared_head::{shared_head, SharedHeadLine};
+use crate::store::{CommentState, ExpiryIssue, Job, PrVerdict};
+use anyhow::anyhow;
 use sha2::Digest as _;
 use std::collections::BTreeSet;
 
@@ -77,15 +88,13 @@ impl Worker {
             let (verdict, conclusion, title) = match j {
                 Judged::Report(report, config) => (
                     report.verdict.as_str().to_owned(),
-                    present::check_run::conclusion(report.verdict, config)
-                        .as_str()
-                        .to_owned(),
-                    present::check_run::title(report),
+                    check_run::conclusion(report.verdict, config).as_str().to_owned(),
+                    check_run::title(report),
                 ),
                 Judged::Failed { why, .. } => (
                     "INCONCLUSIVE".to_owned(),
                     "failure".to_owned(),
-                    present::check_run::inconclusive(head.as_str(), why)
+                    self.unjudged(head.as_str(), why)
                         .output
                         .map(|o| o.title)
                         .unwrap_or_default(),
@@ -112,8 +121,8 @@ impl Worker {
             return Ok(());
         };
         let mut fields = match j {
-            Judged::Report(report, config) => present::check_run::completed(report, config, head.as_str()),
-            Judged::Failed { why, .. } => present::check_run::inconclusive(head.as_str(), why),
+            Judged::Report(report, config) => check_run::completed(report, config, head.as_str()),
+            Judged::Failed { why, .. } => self.unjudged(head.as_str(), why),
             Judged::NotEvidence => return Ok(()),
         };
         let rows = self.store.pr_verdicts(&repo, head.as_str()).await.map_err(store_err)?;
@@ -285,7 +294,7 @@ impl Worker {
         let repo = t.repo.to_string();
         let stored = self.store.comment(&repo, pr.0).await.map_err(store_err)?;
         if let Some(st) = stored {
-            let Some(body) = present::comment::comment_body(report, config, Some("")) else {
+            let Some(body) = comment_body(report, config, Some("")) else {
                 return Ok(());
             };
             let sha = sha256_hex(&body);
@@ -300,17 +309,14 @@ impl Worker {
             };
             return self.remember_comment(&repo, pr, id, sha).await;
         }
-        let found = t
-            .client
-            .find_comment_with_marker(&t.repo, pr, present::comment::COMMENT_MARKER)
-            .await?;
+        let found = t.client.find_comment_with_marker(&t.repo, pr, COMMENT_MARKER).await?;
         let previous = found.as_ref().map(|c| c.body.clone().unwrap_or_default());
-        let Some(body) = present::comment::comment_body(report, config, previous.as_deref()) else {
+        let Some(body) = comment_body(report, config, previous.as_deref()) else {
             return Ok(());
         };
         let sha = sha256_hex(&body);
         let id = match found {
-            Some(c) if !present::comment::comment_changed(previous.as_deref().unwrap_or(""), &body) => c.id,
+            Some(c) if !comment_changed(previous.as_deref().unwrap_or(""), &body) => c.id,
             Some(c) => t.client.update_comment(&t.repo, c.id, &body).await?.id,
             None => t.client.create_comment(&t.repo, pr, &body).await?.id,
         };
@@ -325,8 +331,21 @@ impl Worker {
         self.store.set_comment(repo, pr.0, &state).await.map_err(store_err)
     }
 
-    /// Complete the job's check run as INCONCLUSIVE saying why (best effort; logged on failure).
-    pub(super) async fn give_up(&self, job: &Job, why: &str) {
+    /// The check run of `head` when no verdict could be reached: INCONCLUSIVE saying why when the
+    /// repository can act on it; for an internal failure only the delivery of the job in hand,
+    /// under which the failure is logged.
+    pub(super) fn unjudged(&self, head: &str, why: &Fatal) -> CheckRunFields {
+        match why {
+            Fatal::User(why) => check_run::inconclusive(head, why),
+            Fatal::Internal(_) => {
+                let delivery = self.delivery_in_hand().unwrap_or_else(|| "-".to_owned());
+                check_run::internal_error(head, &delivery)
+            }
+        }
+    }
+
+    /// Complete the job's check run as INCONCLUSIVE (best effort; logged on failure).
+    pub(super) async fn give_up(&self, job: &Job, why: &Fatal) {
         let work = Work::of(job);
         if let Ok(Some(w)) = &work {
             if w.is_expiry() {
@@ -351,9 +370,12 @@ impl Worker {
             }
         }
         let result = async {
-            let work = work?.ok_or_else(|| fatal("the job carries no event the App acts on"))?;
-            let t = self.target(work.envelope().ok_or_else(|| fatal("the job names no repository"))?)?;
-            let mut fields = present::check_run::inconclusive(head, why);
+            let work = work?.ok_or_else(|| internal(anyhow!("the job carries no event the App acts on")))?;
+            let t = self.target(
+                work.envelope()
+                    .ok_or_else(|| internal(anyhow!("the job names no repository")))?,
+            )?;
+            let mut fields = self.unjudged(head, why);
             if let Some(pr) = job.pr {
                 fields = self.record_given_up(&t, head, pr, &work, fields).await?;
             }
@@ -362,7 +384,7 @@ impl Worker {
         .await;
         match result {
             Ok(id) => tracing::info!(check_run = id, "check run completed as INCONCLUSIVE: {why}"),
-            Err(e) => tracing::error!("could not mark the check run INCONCLUSIVE: {e:?}"),
+            Err(e) => tracing::error!("could not mark the check run INCONCLUSIVE: {e}"),
         }
     }
 
@@ -398,10 +420,74 @@ impl Worker {
         let rows = self.store.pr_verdicts(&repo, head).await.map_err(store_err)?;
         Ok(with_table(fields, &rows, pr))
     }
+
+    /// Edit the issue found (the recorded one, else an open one with the marker) or create it.
+    pub(super) async fn publish_expiry_issue(
+        &self,
+        t: &Target,
+        recorded: Option<&ExpiryIssue>,
+        notice: &ExpiryNotice,
+        body: &str,
+    ) -> Result<u64, Failure> {
+        let mut existing = match recorded.and_then(|r| r.issue_number) {
+            Some(n) => t.client.issue(&t.repo, n).await?,
+            None => None,
+        };
+        if existing.is_none() {
+            existing = t
+                .client
+                .find_open_issue_with_marker(&t.repo, EXPIRED_FREEZES_MARKER)
+                .await?;
+        }
+        let entries = notice.entries.len();
+        match existing {
+            Some(issue) => {
+                let closed = issue.state != "open";
+                if closed || comment_changed(issue.body.as_deref().unwrap_or(""), body) {
+                    let edit = IssueUpdate {
+                        body: Some(body),
+                        state: closed.then_some("open"),
+                        ..IssueUpdate::default()
+                    };
+                    t.client.update_issue(&t.repo, issue.number, &edit).await?;
+                    tracing::info!(
+                        issue = issue.number,
+                        entries,
+                        reopened = closed,
+                        "expired-freezes issue edited"
+                    );
+                }
+                Ok(issue.number)
+            }
+            None => {
+                let issue = t.client.create_issue(&t.repo, EXPIRED_FREEZES_TITLE, body).await?;
+                tracing::info!(issue = issue.number, entries, "expired-freezes issue opened");
+                Ok(issue.number)
+            }
+        }
+    }
+
+    /// Close the expired-freezes issue `n` with `body`; one already gone is left gone.
+    pub(super) async fn close_expiry_issue(&self, t: &Target, n: u64, body: &str) -> Result<(), Failure> {
+        let close = IssueUpdate {
+            body: Some(body),
+            state: Some("closed"),
+            state_reason: Some("completed"),
+            ..IssueUpdate::default()
+        };
+        match t.client.update_issue(&t.repo, n, &close).await {
+            Ok(_) => tracing::info!(issue = n, "no freeze expired any more: expired-freezes issue closed"),
+            Err(GithubError::NotFound(_) | GithubError::Gone(_)) => {
+                tracing::info!(issue = n, "the expired-freezes issue is gone")
+            }
+            Err(e) => return Err(e.into()),
+        }
+        Ok(())
+    }
 }
 
 /// `fields` with the table of every pull request sharing the head (when there are several).
-pub(super) fn with_table(fields: CheckRunFields, rows: &[PrVerdict], decisive: u64) -> CheckRunFields {
+fn with_table(fields: CheckRunFields, rows: &[PrVerdict], decisive: u64) -> CheckRunFields {
     let lines: Vec<SharedHeadLine<'_>> = rows
         .iter()
         .map(|v| SharedHeadLine {
@@ -411,5 +497,5 @@ pub(super) fn with_table(fields: CheckRunFields, rows: &[PrVerdict], decisive: u
             verdict: &v.verdict,
         })
         .collect();
-    present::shared_head::shared_head(fields, &lines, decisive)
+    shared_head(fields, &lines, decisive)
 }

@@ -7,13 +7,16 @@
 //! was judged; `destroyed` completes a pending check as `cancelled`. Merge groups get no
 //! comment: there is no pull request to put it on.
 
-use super::judge::{workflow_matches, PatchOf, MERGE_GROUP};
-use super::{fatal, store_err, Failure, Target, Worker};
 use crate::gate::config::Config;
 use crate::github::event::{Event, MergeGroup, MergeGroupEvent, WorkflowRun};
 use crate::github::{CommitSha, CHECK_NAME};
-use crate::present;
+use crate::present::check_run;
 use crate::store::EvidenceRun;
+use crate::worker::dispatch::Target;
+use crate::worker::failure::{internal, store_err, Failure};
+use crate::worker::judge::{settle, workflow_matches, PatchOf, MERGE_GROUP};
+use crate::worker::Worker;
+use anyhow::anyhow;
 
 /// What judging a merge group with one workflow run gave.
 enum GroupJudged {
@@ -26,7 +29,11 @@ enum GroupJudged {
 impl Worker {
     /// The merge group whose head is `head`, as its `checks_requested` delivery said (the
     /// store keeps every delivery; `workflow_run` and re-evaluation find the base by it).
-    pub(super) async fn merge_group_at(&self, t: &Target, head: &str) -> Result<Option<MergeGroup>, Failure> {
+    pub(in crate::worker) async fn merge_group_at(
+        &self,
+        t: &Target,
+        head: &str,
+    ) -> Result<Option<MergeGroup>, Failure> {
         let repo = t.repo.to_string();
         let Some(job) = self
             .store
@@ -41,7 +48,7 @@ impl Worker {
                 Some(Event::MergeGroupChecksRequested(e)) if e.merge_group.head_sha == head => Ok(Some(e.merge_group)),
                 _ => Ok(None),
             },
-            Err(e) => Err(fatal(format!("stored merge_group delivery: {e}"))),
+            Err(e) => Err(internal(anyhow!("stored merge_group delivery: {e}"))),
         }
     }
 
@@ -58,7 +65,11 @@ impl Worker {
 
     /// `merge_group` `checks_requested`: judge the group if its evidence is already there
     /// (a redelivery, or the run finished first), else queue its check run and the deadline.
-    pub(super) async fn merge_group_requested(&self, t: &Target, e: &MergeGroupEvent) -> Result<(), Failure> {
+    pub(in crate::worker) async fn merge_group_requested(
+        &self,
+        t: &Target,
+        e: &MergeGroupEvent,
+    ) -> Result<(), Failure> {
         let group = &e.merge_group;
         let head = CommitSha::from(group.head_sha.as_str());
         let base = CommitSha::from(group.base_sha.as_str());
@@ -88,7 +99,7 @@ impl Worker {
         {
             Some(run) => run.id,
             None => {
-                let fields = present::check_run::queued(head.as_str(), &config);
+                let fields = check_run::queued(head.as_str(), &config);
                 t.client.create_check_run(&t.repo, &head, &fields).await?.id
             }
         };
@@ -124,7 +135,11 @@ impl Worker {
 
     /// A workflow run triggered by `merge_group` completed: evidence for the group at its head,
     /// if a merge queue asked this App for that group's checks.
-    pub(super) async fn merge_group_run_completed(&self, t: &Target, run: &WorkflowRun) -> Result<(), Failure> {
+    pub(in crate::worker) async fn merge_group_run_completed(
+        &self,
+        t: &Target,
+        run: &WorkflowRun,
+    ) -> Result<(), Failure> {
         let Some(group) = self.merge_group_at(t, &run.head_sha).await? else {
             tracing::info!(run_id = run.id, "no merge group is known at this run's head; ignored");
             return Ok(());
@@ -135,7 +150,11 @@ impl Worker {
     }
 
     /// Re-evaluation of a merge group: the evidence run judged before, else the newest listed.
-    pub(super) async fn reevaluate_merge_group(&self, t: &Target, group: &MergeGroup) -> Result<(), Failure> {
+    pub(in crate::worker) async fn reevaluate_merge_group(
+        &self,
+        t: &Target,
+        group: &MergeGroup,
+    ) -> Result<(), Failure> {
         let repo = t.repo.to_string();
         let head = group.head_sha.as_str();
         if let Some(run) = self.store.evidence_run(&repo, head).await.map_err(store_err)? {
@@ -153,7 +172,7 @@ impl Worker {
             "re-evaluation was requested, but no completed `merge_group` run of the evidence workflow is known for \
              the merge group's head `{head}`; re-run the evidence workflow"
         );
-        let fields = present::check_run::inconclusive(head, &why);
+        let fields = check_run::inconclusive(head, &why);
         self.upsert_check(t, &CommitSha::from(head), &fields).await.map(drop)
     }
 
@@ -178,9 +197,8 @@ impl Worker {
             run_id,
             workflow_path: workflow_path.to_owned(),
         };
-        let fields = match self.config_at(t, &base).await {
-            Err(Failure::Fatal(why)) => present::check_run::inconclusive(head, &why),
-            Err(e) => return Err(e),
+        let fields = match settle(self.config_at(t, &base).await)? {
+            Err(why) => self.unjudged(head, &why),
             Ok(config) => {
                 let judged = self
                     .evaluate_at(
@@ -193,7 +211,7 @@ impl Worker {
                         config,
                     )
                     .await;
-                match judged {
+                match settle(judged)? {
                     Ok(None) => return Ok(GroupJudged::NotEvidence),
                     Ok(Some((report, config))) => {
                         tracing::info!(verdict = %report.verdict, run_id, "merge group evaluated");
@@ -201,16 +219,15 @@ impl Worker {
                             .set_evidence_run(&repo, head, &evidence_run)
                             .await
                             .map_err(store_err)?;
-                        present::check_run::completed(&report, &config, head)
+                        check_run::completed(&report, &config, head)
                     }
-                    Err(Failure::Fatal(why)) => {
+                    Err(why) => {
                         self.store
                             .set_evidence_run(&repo, head, &evidence_run)
                             .await
                             .map_err(store_err)?;
-                        present::check_run::inconclusive(head, &why)
+                        self.unjudged(head, &why)
                     }
-                    Err(e) => return Err(e),
                 }
             }
         };
@@ -225,12 +242,16 @@ impl Worker {
 
     /// `merge_group` `destroyed`: the group merged, was dequeued or invalidated. A check run
     /// still pending for its head completes as `cancelled`; a completed one stays as it is.
-    pub(super) async fn merge_group_destroyed(&self, t: &Target, e: &MergeGroupEvent) -> Result<(), Failure> {
+    pub(in crate::worker) async fn merge_group_destroyed(
+        &self,
+        t: &Target,
+        e: &MergeGroupEvent,
+    ) -> Result<(), Failure> {
         let head = e.merge_group.head_sha.as_str();
         let sha = CommitSha::from(head);
         match t.client.find_check_run(&t.repo, &sha, CHECK_NAME, head).await? {
             Some(run) if run.status != "completed" => {
-                let fields = present::check_run::cancelled(head, e.reason.as_deref());
+                let fields = check_run::cancelled(head, e.reason.as_deref());
                 let id = self.upsert_check(t, &sha, &fields).await?;
                 tracing::info!(
                     check_run = id,

@@ -7,18 +7,23 @@
 //! once), which lists the App's installations and their repositories and queues one job per
 //! repository, paced `sweep_pace` apart and skipping an installation whose rate limit is low.
 //! Each repository job reads the config and the ledger at the default branch's head and keeps
-//! exactly one open issue, found again by [`present::expired_freezes::EXPIRED_FREEZES_MARKER`]: created when
+//! exactly one open issue, found again by its marker ([`EXPIRED_FREEZES_MARKER`]): created when
 //! entries expire or are about to, edited in place only when the list changes, closed with a
-//! short note when nothing is left. The store records the issue per repository, and a store
-//! lock per repository keeps one writer at a time across instances.
+//! short note when nothing is left (`post` sends it). The store records the issue per
+//! repository, and a store lock per repository keeps one writer at a time across instances.
 
-use super::{fatal, store_err, Failure, Sweep, SweepRepo, Target, Worker, SWEEP_EVENT, SWEEP_REPO_EVENT};
-use crate::gate::expiry::{expiry_notice, ExpiryNotice};
+use crate::gate::expiry::expiry_notice;
 use crate::gate::ledger::{parse_ledger, Ledger};
 use crate::github::event::{Envelope, Installation, Repository};
-use crate::github::{CommitSha, GithubError, IssueUpdate};
-use crate::present;
+use crate::github::CommitSha;
+use crate::present::expired_freezes::{expired_freezes_body, expired_freezes_closed_body, EXPIRED_FREEZES_MARKER};
 use crate::store::{ExpiryIssue, NewDelivery, Recorded};
+use crate::worker::dispatch::Target;
+use crate::worker::failure::{content, internal, store_err, Failure};
+use crate::worker::jobs::{Sweep, SweepRepo, SWEEP_EVENT, SWEEP_REPO_EVENT};
+use crate::worker::post::sha256_hex;
+use crate::worker::Worker;
+use anyhow::{anyhow, Context as _};
 
 impl Worker {
     /// Queue the sweep of the current interval, unless it already is (by this or another
@@ -49,7 +54,7 @@ impl Worker {
     /// The sweep job: every installation's repositories get a job of their own, `sweep_pace`
     /// apart. An installation whose rate limit left is under `sweep_min_rate_limit` is skipped
     /// this time (its pull requests matter more); the next sweep tries again.
-    pub(super) async fn sweep(&self, sweep: &Sweep) -> Result<(), Failure> {
+    pub(in crate::worker) async fn sweep(&self, sweep: &Sweep) -> Result<(), Failure> {
         let installations = self.github.installations().await?;
         let mut due = self.now();
         let pace = chrono::Duration::from_std(self.config.sweep_pace).unwrap_or_default();
@@ -87,7 +92,7 @@ impl Worker {
                     repo: Some(repo.full_name.clone()),
                     pr: None,
                     head_sha: None,
-                    payload: serde_json::to_string(&job).map_err(|e| fatal(format!("sweep job: {e}")))?,
+                    payload: serde_json::to_string(&job).context("sweep job").map_err(internal)?,
                 };
                 if let Recorded::Inserted(_) = self.store.record_delivery(&delivery, due).await.map_err(store_err)? {
                     queued += 1;
@@ -101,7 +106,7 @@ impl Worker {
 
     /// Bring the repository's expired-freezes issue up to date with the ledger on its
     /// default branch `branch`, holding the repository's store lock while doing so.
-    pub(super) async fn expiry_issue(&self, t: &Target, branch: &str) -> Result<(), Failure> {
+    pub(in crate::worker) async fn expiry_issue(&self, t: &Target, branch: &str) -> Result<(), Failure> {
         let repo = t.repo.to_string();
         let lock = format!("expiry-issue/{repo}");
         let owner = &self.config.worker_id;
@@ -111,7 +116,7 @@ impl Worker {
             .await
             .map_err(store_err)?;
         if !held {
-            return Err(Failure::Retryable(format!(
+            return Err(Failure::Retryable(anyhow!(
                 "another worker is updating the expired-freezes issue of {repo}"
             )));
         }
@@ -129,7 +134,7 @@ impl Worker {
         let at = CommitSha::from(branch);
         let config = self.config_at(t, &at).await?.config;
         let ledger_file = format!("{branch}:{}", config.ledger);
-        let bytes = t.client.file_at(&t.repo, &config.ledger, &at).await?;
+        let bytes = t.client.file_at(&t.repo, &config.ledger, &at).await.map_err(content)?;
         let ledger = match &bytes {
             None => Ledger::default(),
             Some(b) => {
@@ -152,7 +157,7 @@ impl Worker {
         };
         let today = self.now().date_naive();
         let notice = expiry_notice(&ledger, &config, today);
-        let key = super::publishing::sha256_hex(&notice.change_key());
+        let key = sha256_hex(&notice.change_key());
         let recorded = self.store.expiry_issue(&repo).await.map_err(store_err)?;
         if notice.is_empty() {
             let number = match &recorded {
@@ -161,25 +166,13 @@ impl Worker {
                 None if bytes.is_none() => None,
                 None => t
                     .client
-                    .find_open_issue_with_marker(&t.repo, present::expired_freezes::EXPIRED_FREEZES_MARKER)
+                    .find_open_issue_with_marker(&t.repo, EXPIRED_FREEZES_MARKER)
                     .await?
                     .map(|i| i.number),
             };
             if let Some(n) = number {
-                let body = present::expired_freezes::expired_freezes_closed_body(&config.ledger, branch, today);
-                let close = IssueUpdate {
-                    body: Some(&body),
-                    state: Some("closed"),
-                    state_reason: Some("completed"),
-                    ..IssueUpdate::default()
-                };
-                match t.client.update_issue(&t.repo, n, &close).await {
-                    Ok(_) => tracing::info!(issue = n, "no freeze expired any more: expired-freezes issue closed"),
-                    Err(GithubError::NotFound(_) | GithubError::Gone(_)) => {
-                        tracing::info!(issue = n, "the expired-freezes issue is gone")
-                    }
-                    Err(e) => return Err(e.into()),
-                }
+                let body = expired_freezes_closed_body(&config.ledger, branch, today);
+                self.close_expiry_issue(t, n, &body).await?;
             }
             if number.is_some() || recorded.is_none() {
                 self.remember_expiry_issue(&repo, None, key).await?;
@@ -192,58 +185,9 @@ impl Worker {
                 return Ok(());
             }
         }
-        let body = present::expired_freezes::expired_freezes_body(&notice, &config.ledger, branch, today);
+        let body = expired_freezes_body(&notice, &config.ledger, branch, today);
         let number = self.publish_expiry_issue(t, recorded.as_ref(), &notice, &body).await?;
         self.remember_expiry_issue(&repo, Some(number), key).await
-    }
-
-    /// Edit the issue found (the recorded one, else an open one with the marker) or create it.
-    async fn publish_expiry_issue(
-        &self,
-        t: &Target,
-        recorded: Option<&ExpiryIssue>,
-        notice: &ExpiryNotice,
-        body: &str,
-    ) -> Result<u64, Failure> {
-        let mut existing = match recorded.and_then(|r| r.issue_number) {
-            Some(n) => t.client.issue(&t.repo, n).await?,
-            None => None,
-        };
-        if existing.is_none() {
-            existing = t
-                .client
-                .find_open_issue_with_marker(&t.repo, present::expired_freezes::EXPIRED_FREEZES_MARKER)
-                .await?;
-        }
-        let entries = notice.entries.len();
-        match existing {
-            Some(issue) => {
-                let closed = issue.state != "open";
-                if closed || present::comment::comment_changed(issue.body.as_deref().unwrap_or(""), body) {
-                    let edit = IssueUpdate {
-                        body: Some(body),
-                        state: closed.then_some("open"),
-                        ..IssueUpdate::default()
-                    };
-                    t.client.update_issue(&t.repo, issue.number, &edit).await?;
-                    tracing::info!(
-                        issue = issue.number,
-                        entries,
-                        reopened = closed,
-                        "expired-freezes issue edited"
-                    );
-                }
-                Ok(issue.number)
-            }
-            None => {
-                let issue = t
-                    .client
-                    .create_issue(&t.repo, present::expired_freezes::EXPIRED_FREEZES_TITLE, body)
-                    .await?;
-                tracing::info!(issue = issue.number, entries, "expired-freezes issue opened");
-                Ok(issue.number)
-            }
-        }
     }
 
     async fn remember_expiry_issue(&self, repo: &str, number: Option<u64>, key: String) -> Result<(), Failure> {
