@@ -1,9 +1,11 @@
 //! The coverage JSON readers (block scan and whole-slice scan, issue 12) against the previous
-//! one (serde_json's reader path, kept as `read_json_stream`): the same `Coverage` on every
-//! real report under `tests/fixtures/` and on reports written by `scripts/gen-coverage-json.py`
-//! (read from a slice, from blocks, and from the mapped file as `flakegate check` reads it).
+//! one (serde_json's reader path, the test oracle `read_json_stream` of
+//! `tests/common/coverage_oracle.rs`): the same `Coverage` on every real report under
+//! `tests/fixtures/` and on reports written by `scripts/gen-coverage-json.py` (read from a
+//! slice, from blocks, and from the mapped file as `flakegate check` reads it).
 
-use flakegate::gate::coverage::json::{read_json, read_json_slice, read_json_stream};
+use crate::coverage_oracle::read_json_stream;
+use flakegate::gate::coverage::json::{read_json, read_json_slice};
 use flakegate::gate::coverage::{KeepLines, PathMatcher};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

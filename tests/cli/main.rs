@@ -5,6 +5,8 @@
 mod bad_input;
 mod check;
 mod corpus;
+#[path = "../common/coverage_oracle.rs"]
+mod coverage_oracle;
 mod coverage_readers;
 mod git_base;
 #[path = "../common/hostile.rs"]

@@ -1,8 +1,9 @@
 //! `coverage json --show-contexts` output → [`Coverage`]: [`read_json`] (a block
 //! reader with a structural scan, in `scan`) and [`read_json_slice`] (the same scan
-//! over the whole input in memory, e.g. a mapped file), the serde visitors the readers
-//! share, and [`read_json_stream`], the previous reader (serde_json's reader path over
-//! the whole input), kept as the equivalence oracle and the benchmark's baseline.
+//! over the whole input in memory, e.g. a mapped file), and the serde visitors they
+//! share. The previous reader (serde_json's reader path over the whole input), the
+//! tests' equivalence oracle and the benchmark's baseline, is test code:
+//! `tests/common/coverage_oracle.rs`, reading through [`visit_report`].
 
 mod scan;
 mod skip;
@@ -12,13 +13,6 @@ use crate::gate::error::{InputError, Location};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::io::{self, Read};
-
-/// serde_json pulls one byte at a time; `BufReader` has std's fast path
-/// for that, so the buffer only needs to amortise calls into the guard.
-const BUF_READER_CAPACITY: usize = 64 * 1024;
-/// How much the UTF-8 guard reads from the underlying reader at once.
-const GUARD_CHUNK: usize = 1 << 20;
 
 #[derive(Debug, serde::Deserialize)]
 struct Meta {
@@ -549,135 +543,6 @@ impl<'de> Visitor<'de> for ScanAny<'_> {
     }
 }
 
-// ---- UTF-8 guard -----------------------------------------------------
-
-/// Where invalid UTF-8 was found (1-based; columns count bytes, as serde_json's do).
-#[derive(Debug, Clone, Copy)]
-struct Utf8Position {
-    pub line: usize,
-    pub column: usize,
-}
-
-/// Validates UTF-8 over the whole input. serde_json checks the strings it
-/// decodes, but not the ones [`IgnoredAny`] skips; this guard makes invalid
-/// UTF-8 anywhere an error at the right line and column. It hands out only
-/// validated bytes, so serde_json reaches any earlier syntax error first.
-struct Utf8Guard<R> {
-    inner: R,
-    buf: Box<[u8]>,
-    /// buf[pos..valid] is validated and not yet handed out;
-    /// buf[valid..filled] is an incomplete UTF-8 sequence awaiting more input.
-    pos: usize,
-    valid: usize,
-    filled: usize,
-    eof: bool,
-    /// Line and column of the byte after the last one handed out.
-    line: usize,
-    column: usize,
-    /// Set when buf[valid] starts an invalid sequence (served after buf[..valid]).
-    bad: bool,
-    error: Option<Utf8Position>,
-}
-
-impl<R: Read> Utf8Guard<R> {
-    pub fn new(inner: R) -> Self {
-        Utf8Guard {
-            inner,
-            buf: vec![0u8; GUARD_CHUNK].into_boxed_slice(),
-            pos: 0,
-            valid: 0,
-            filled: 0,
-            eof: false,
-            line: 1,
-            column: 1,
-            bad: false,
-            error: None,
-        }
-    }
-
-    pub fn utf8_error(&self) -> Option<Utf8Position> {
-        self.error
-    }
-
-    fn refill(&mut self) -> io::Result<()> {
-        // Keep the incomplete tail (at most 3 bytes).
-        self.buf.copy_within(self.valid..self.filled, 0);
-        self.filled -= self.valid;
-        self.pos = 0;
-        self.valid = 0;
-        while !self.eof && self.valid == 0 && !self.bad {
-            let n = match self.inner.read(&mut self.buf[self.filled..]) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            if n == 0 {
-                self.eof = true;
-            }
-            self.filled += n;
-            match std::str::from_utf8(&self.buf[..self.filled]) {
-                Ok(_) => self.valid = self.filled,
-                Err(e) => {
-                    self.valid = e.valid_up_to();
-                    // An incomplete sequence at the end is fine unless input ended.
-                    if e.error_len().is_some() || self.eof {
-                        self.bad = true;
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Newlines in `bytes`, counted per 128-byte block with a `u8` sum so that
-/// the compiler vectorises it (a plain `filter().count()` does not, well).
-fn count_newlines(bytes: &[u8]) -> usize {
-    let mut blocks = bytes.chunks_exact(128);
-    let mut n = 0usize;
-    for block in &mut blocks {
-        n += usize::from(block.iter().map(|&b| u8::from(b == b'\n')).sum::<u8>());
-    }
-    n + blocks.remainder().iter().filter(|&&b| b == b'\n').count()
-}
-
-impl<R: Read> Read for Utf8Guard<R> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        if self.pos == self.valid {
-            if self.bad {
-                self.error = Some(Utf8Position {
-                    line: self.line,
-                    column: self.column,
-                });
-                return Err(io::Error::new(io::ErrorKind::InvalidData, "invalid UTF-8"));
-            }
-            if self.eof && self.valid == self.filled {
-                return Ok(0);
-            }
-            self.refill()?;
-            if self.pos == self.valid {
-                return self.read(out);
-            }
-        }
-        let n = out.len().min(self.valid - self.pos);
-        let chunk = &self.buf[self.pos..self.pos + n];
-        out[..n].copy_from_slice(chunk);
-        // Track the position for an error report. Counting is one
-        // vectorised pass; the last newline is searched only when there
-        // is one (coverage.py's JSON is a single line unless pretty-printed).
-        let newlines = count_newlines(chunk);
-        if newlines == 0 {
-            self.column += n;
-        } else {
-            self.line += newlines;
-            let last = chunk.iter().rposition(|&b| b == b'\n').unwrap_or(0);
-            self.column = n - last;
-        }
-        self.pos += n;
-        Ok(n)
-    }
-}
-
 /// Read `coverage json --show-contexts` output, materialising only files
 /// `matcher` maps. Memory does not grow with the size of the JSON.
 ///
@@ -749,33 +614,26 @@ fn read_json_slice_steps(
     finish(file, state)
 }
 
-/// The previous reader: serde_json's reader path (`from_reader`) over the whole
-/// input behind a UTF-8 guard. It gives the same [`Coverage`] as [`read_json`]
-/// (a test compares them) at about a third of the speed; kept as that test's
-/// oracle and as the benchmark's "previous implementation" row.
+/// The report's serde visitors over any [`Deserializer`], for a reader other than
+/// the scan: the tests' oracle (serde_json's reader path over the whole input,
+/// `tests/common/coverage_oracle.rs`) reads through it, so that it keeps of a report
+/// exactly what the scan keeps. [`Visited::finish`] ends the read as the scan's does.
 #[doc(hidden)]
-pub fn read_json_stream<R: std::io::Read>(
-    file: &str,
-    reader: R,
-    matcher: &PathMatcher,
-) -> Result<Coverage, InputError> {
-    let mut guard = Utf8Guard::new(reader);
+pub fn visit_report<'de, 'm, D: Deserializer<'de>>(de: D, matcher: &'m PathMatcher) -> Result<Visited<'m>, D::Error> {
     let mut state = State::new(matcher);
-    let result = {
-        let buf = std::io::BufReader::with_capacity(BUF_READER_CAPACITY, &mut guard);
-        let mut de = serde_json::Deserializer::from_reader(buf);
-        (&mut state).deserialize(&mut de).and_then(|()| de.end())
-    };
-    if let Some(bad) = guard.utf8_error() {
-        return Err(InputError::new(
-            Location::at(file, bad.line, Some(bad.column)),
-            "invalid UTF-8 (coverage.py writes UTF-8 JSON)",
-        ));
+    (&mut state).deserialize(de)?;
+    Ok(Visited(state))
+}
+
+/// A report [`visit_report`] has read.
+#[doc(hidden)]
+pub struct Visited<'m>(State<'m>);
+
+impl Visited<'_> {
+    /// The [`Coverage`], or the error for a report without a `files` object.
+    pub fn finish(self, file: &str) -> Result<Coverage, InputError> {
+        finish(file, self.0)
     }
-    if let Err(err) = result {
-        return Err(InputError::json(file, &err));
-    }
-    finish(file, state)
 }
 
 fn finish(file: &str, state: State<'_>) -> Result<Coverage, InputError> {

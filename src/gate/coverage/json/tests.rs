@@ -1,6 +1,17 @@
 use super::*;
 use crate::gate::nodeid::Phase;
+use oracle::read_json_stream;
 use proptest::prelude::*;
+
+/// The previous reader, the oracle the scan is compared with (test code shared with the
+/// integration tests).
+mod oracle {
+    /// The gate as the oracle names it from outside the crate.
+    mod flakegate {
+        pub use crate::gate;
+    }
+    include!("../../../../tests/common/coverage_oracle.rs");
+}
 
 /// Real `coverage json --show-contexts` output (tests/fixtures, regen.sh):
 /// embedded at compile time, so `gate` opens no files, even in tests.
