@@ -156,242 +156,163 @@ fn rebuild_xunit1(file: &str, classname: &str, name: &str) -> Option<String> {
 /// `known` (ids from coverage) by [`crate::gate::nodeid::junit_join_keys`]:
 /// exactly one match or the case is reported unmatched, never guessed.
 pub fn parse_junit(file: &str, text: &str, known: &BTreeSet<TestId>) -> Result<TestResults, InputError> {
-    use quick_xml::events::{BytesStart, Event};
-
-    let bom = if text.starts_with('\u{feff}') {
-        '\u{feff}'.len_utf8()
-    } else {
-        0
+    let mut recorder = Recorder {
+        file,
+        known,
+        index: None,
+        attempted: BTreeSet::new(),
+        out: TestResults::default(),
     };
-    let body = &text[bom..];
-    let lines = LineIndex::new(text);
-    let at_pos = |pos: u64| {
-        let (line, col) = lines.line_col(usize::try_from(pos).unwrap_or(usize::MAX).saturating_add(bom));
-        Location::at(file, line, Some(col))
-    };
-    let mut reader = quick_xml::Reader::from_str(body);
-    let mut stack: Vec<Vec<u8>> = Vec::new();
-    let mut saw_root = false;
-    let mut case: Option<Case> = None;
-    let mut child: Option<Child> = None;
-    let mut out = TestResults::default();
+    CaseReader::new(file, text).read(&mut |c| recorder.record(c))?;
+    Ok(recorder.out)
+}
 
-    let mut index: Option<HashMap<JoinKey, Vec<&TestId>>> = None;
-    // Tests already seen with an attempt of their own in this file (see `is_attempt`).
-    let mut attempted: BTreeSet<TestId> = BTreeSet::new();
-    let mut finish = |c: Case, out: &mut TestResults| {
-        let source = format!("{file}:{}", c.line);
-        let (outcome, phase, message) = match case_kind(&c) {
-            CaseKind::CollectionSkipped => return,
-            CaseKind::CollectionError(message) => {
-                let nodeid = match &c.file {
-                    Some(f) if !f.is_empty() => f.replace('\\', "/"),
-                    _ => {
-                        let dotted = c.name.as_str();
-                        known
-                            .iter()
-                            .map(TestId::file)
-                            .find(|f| f.strip_suffix(".py").unwrap_or(f).replace(['/', '\\'], ".") == dotted)
-                            .map(str::to_string)
-                            .unwrap_or_else(|| dotted.to_string())
-                    }
-                };
-                out.collection_errors.push(CollectionError {
-                    nodeid,
-                    message,
-                    source,
-                });
-                return;
-            }
-            CaseKind::Test(o, p, m) => (o, p, m),
+// ---- reading the XML -------------------------------------------------
+
+/// The XML walk: each test case with its children, handed on when it closes; the
+/// errors (malformed XML, no JUnit root, a truncated file) with their line and column.
+struct CaseReader<'a> {
+    file: &'a str,
+    lines: LineIndex<'a>,
+    /// The text after a byte-order mark; positions are in it, `bom` bytes on.
+    body: &'a str,
+    bom: usize,
+    /// The open elements.
+    stack: Vec<Vec<u8>>,
+    saw_root: bool,
+    case: Option<Case>,
+    child: Option<Child>,
+}
+
+impl<'a> CaseReader<'a> {
+    fn new(file: &'a str, text: &'a str) -> Self {
+        let bom = if text.starts_with('\u{feff}') {
+            '\u{feff}'.len_utf8()
+        } else {
+            0
         };
-        let mut why_prefix = String::new();
-        let id = match c.file.as_deref().filter(|f| !f.is_empty()) {
-            Some(f) => match rebuild_xunit1(f, &c.classname, &c.name) {
-                Some(id) => Some(TestId::new(id)),
-                None => {
-                    why_prefix = format!("file {f:?} does not match classname {:?}; ", c.classname);
-                    None
-                }
-            },
-            None => None,
-        };
-        let id = match id {
-            Some(id) => id,
-            None => {
-                let idx = index.get_or_insert_with(|| {
-                    let mut m: HashMap<JoinKey, Vec<&TestId>> = HashMap::new();
-                    for t in known {
-                        for k in junit_join_keys(t) {
-                            m.entry(k).or_default().push(t);
-                        }
-                    }
-                    m
-                });
-                // By classname and name (pytest, JUnit ids), or by name alone (LCOV, Bazel).
-                let mut found: Vec<&TestId> = [Some(c.classname.clone()), None]
-                    .into_iter()
-                    .flat_map(|cn| idx.get(&(cn, c.name.clone())).into_iter().flatten().copied())
-                    .collect();
-                found.sort();
-                found.dedup();
-                let found = (!found.is_empty()).then_some(found);
-                match found.as_deref() {
-                    Some([one]) => (*one).clone(),
-                    found => {
-                        let why = match found {
-                            Some(many) if !many.is_empty() => format!(
-                                "ambiguous: {}",
-                                many.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")
-                            ),
-                            _ => "no node id from coverage matches".to_string(),
-                        };
-                        out.unmatched.push(UnmatchedCase {
-                            source,
-                            classname: c.classname,
-                            name: c.name,
-                            why: format!("{why_prefix}{why}"),
-                            outcome,
-                            message,
-                        });
-                        return;
-                    }
-                }
-            }
-        };
-        let mut result = TestResult {
-            outcome,
-            phase,
-            message,
-            source,
-            reruns: c.reruns,
-        };
-        // pytest writes a teardown error as a second case of the same test: not an attempt.
-        let is_attempt = !(outcome == Outcome::Error && phase == Some(Phase::Teardown));
-        match out.tests.get_mut(&id) {
-            // The same test again in one file: a rerun (pytest-rerunfailures writes every
-            // attempt as a case; Gradle's retry the same). The last attempt decides its
-            // outcome; the earlier ones count as reruns — an earlier case was only ever
-            // rerun because it failed, whatever pytest wrote for it.
-            Some(old) if is_attempt && attempted.contains(&id) => {
-                result.reruns = result.reruns.saturating_add(old.reruns).saturating_add(1);
-                *old = result;
-            }
-            Some(old) if rank(old) >= rank(&result) => {}
-            _ => {
-                out.tests.insert(id.clone(), result);
-            }
+        CaseReader {
+            file,
+            lines: LineIndex::new(text),
+            body: &text[bom..],
+            bom,
+            stack: Vec::new(),
+            saw_root: false,
+            case: None,
+            child: None,
         }
-        if is_attempt {
-            attempted.insert(id);
-        }
-    };
+    }
 
-    let attrs = |e: &BytesStart, pos: u64| -> Result<Vec<(Vec<u8>, String)>, InputError> {
-        let mut v = Vec::new();
-        for a in e.attributes() {
-            let a = a.map_err(|err| InputError::new(at_pos(pos), format!("malformed XML attribute: {err}")))?;
-            let value = a
-                .unescape_value()
-                .map_err(|err| InputError::new(at_pos(pos), format!("malformed XML attribute value: {err}")))?;
-            v.push((a.key.local_name().as_ref().to_vec(), value.into_owned()));
-        }
-        Ok(v)
-    };
-    let attr = |v: &[(Vec<u8>, String)], k: &[u8]| v.iter().find(|(n, _)| n == k).map(|(_, s)| s.clone());
+    /// Line and column (in the whole text) of a position in the body.
+    fn line_col(&self, pos: u64) -> (usize, usize) {
+        self.lines
+            .line_col(usize::try_from(pos).unwrap_or(usize::MAX).saturating_add(self.bom))
+    }
 
-    loop {
-        let start = reader.buffer_position();
-        let ev = reader
-            .read_event()
-            .map_err(|e| InputError::new(at_pos(reader.error_position()), format!("malformed XML: {e}")))?;
-        let (e, empty) = match ev {
-            Event::Start(e) => (e, false),
-            Event::Empty(e) => (e, true),
-            Event::End(e) => {
-                let name = e.local_name().as_ref().to_vec();
-                stack.pop();
-                match name.as_slice() {
-                    b"testcase" => {
-                        if let Some(c) = case.take() {
-                            finish(c, &mut out);
-                        }
-                    }
-                    b"failure" | b"error" | b"skipped" => {
-                        if let (Some(ch), Some(c)) = (child.take(), case.as_mut()) {
-                            c.children.push(ch);
-                        }
-                    }
-                    _ => {}
-                }
-                continue;
-            }
-            Event::Text(t) => {
-                if let Some(ch) = child.as_mut() {
-                    if ch.text.len() < 4096 {
-                        let s = t
-                            .unescape()
-                            .map_err(|e| InputError::new(at_pos(start), format!("malformed XML text: {e}")))?;
+    fn at_pos(&self, pos: u64) -> Location {
+        let (line, col) = self.line_col(pos);
+        Location::at(self.file, line, Some(col))
+    }
+
+    fn read(mut self, finished: &mut dyn FnMut(Case)) -> Result<(), InputError> {
+        use quick_xml::events::Event;
+        let mut reader = quick_xml::Reader::from_str(self.body);
+        loop {
+            let start = reader.buffer_position();
+            let ev = reader
+                .read_event()
+                .map_err(|e| InputError::new(self.at_pos(reader.error_position()), format!("malformed XML: {e}")))?;
+            match ev {
+                Event::Start(e) => self.start(&e, false, start, finished)?,
+                Event::Empty(e) => self.start(&e, true, start, finished)?,
+                Event::End(e) => self.end(e.local_name().as_ref(), finished),
+                // A child's text, up to 4 KiB of it; text elsewhere is not read.
+                Event::Text(t) if self.child.as_ref().is_some_and(|ch| ch.text.len() < 4096) => {
+                    let s = t
+                        .unescape()
+                        .map_err(|e| InputError::new(self.at_pos(start), format!("malformed XML text: {e}")))?;
+                    if let Some(ch) = self.child.as_mut() {
                         ch.text.push_str(&s);
                     }
                 }
-                continue;
-            }
-            Event::CData(t) => {
-                if let Some(ch) = child.as_mut() {
-                    if ch.text.len() < 4096 {
+                Event::CData(t) => {
+                    if let Some(ch) = self.child.as_mut().filter(|ch| ch.text.len() < 4096) {
                         ch.text.push_str(&String::from_utf8_lossy(&t));
                     }
                 }
-                continue;
+                Event::Eof => break,
+                _ => {} // other text, declaration, comments, processing instructions, doctype
             }
-            Event::Eof => break,
-            _ => continue, // declaration, comments, processing instructions, doctype
-        };
+        }
+        if let Some(open) = self.stack.last() {
+            return Err(InputError::new(
+                self.at_pos(self.body.len() as u64),
+                format!(
+                    "unexpected end of file: <{}> is not closed (the file looks truncated)",
+                    String::from_utf8_lossy(open)
+                ),
+            ));
+        }
+        if !self.saw_root {
+            return Err(InputError::new(
+                self.at_pos(0),
+                "no <testsuites> or <testsuite> element: expected JUnit XML",
+            ));
+        }
+        Ok(())
+    }
+
+    /// An element opens (`empty`: and closes): the root, a test case, or one of its children.
+    fn start(
+        &mut self,
+        e: &quick_xml::events::BytesStart,
+        empty: bool,
+        start: u64,
+        finished: &mut dyn FnMut(Case),
+    ) -> Result<(), InputError> {
         let name = e.local_name().as_ref().to_vec();
-        if !saw_root {
+        if !self.saw_root {
             if name != b"testsuites" && name != b"testsuite" {
                 return Err(InputError::new(
-                    at_pos(start),
+                    self.at_pos(start),
                     format!(
                         "expected <testsuites> or <testsuite> as the root element of JUnit XML, found <{}>",
                         String::from_utf8_lossy(&name)
                     ),
                 ));
             }
-            saw_root = true;
+            self.saw_root = true;
         }
         match name.as_slice() {
             b"testcase" => {
-                if case.is_some() {
+                if self.case.is_some() {
                     return Err(InputError::new(
-                        at_pos(start),
+                        self.at_pos(start),
                         "<testcase> inside <testcase>: expected them side by side",
                     ));
                 }
-                let a = attrs(&e, start)?;
-                let (line, _) = lines.line_col(usize::try_from(start).unwrap_or(usize::MAX).saturating_add(bom));
+                let a = self.attrs(e, start)?;
                 let c = Case {
                     classname: attr(&a, b"classname").unwrap_or_default(),
                     name: attr(&a, b"name").unwrap_or_default(),
                     file: attr(&a, b"file"),
-                    line,
+                    line: self.line_col(start).0,
                     children: Vec::new(),
                     reruns: 0,
                 };
                 if empty {
-                    finish(c, &mut out);
+                    finished(c);
                 } else {
-                    case = Some(c);
+                    self.case = Some(c);
                 }
             }
-            b"flakyFailure" | b"flakyError" | b"rerunFailure" | b"rerunError" if child.is_none() => {
-                if let Some(c) = case.as_mut() {
+            b"flakyFailure" | b"flakyError" | b"rerunFailure" | b"rerunError" if self.child.is_none() => {
+                if let Some(c) = self.case.as_mut() {
                     c.reruns = c.reruns.saturating_add(1);
                 }
             }
-            b"failure" | b"error" | b"skipped" if case.is_some() && child.is_none() => {
-                let a = attrs(&e, start)?;
+            b"failure" | b"error" | b"skipped" if self.case.is_some() && self.child.is_none() => {
+                let a = self.attrs(e, start)?;
                 let kind = match name.as_slice() {
                     b"failure" => ChildKind::Failure,
                     b"error" => ChildKind::Error,
@@ -404,35 +325,185 @@ pub fn parse_junit(file: &str, text: &str, known: &BTreeSet<TestId>) -> Result<T
                     text: String::new(),
                 };
                 if empty {
-                    if let Some(c) = case.as_mut() {
+                    if let Some(c) = self.case.as_mut() {
                         c.children.push(ch);
                     }
                 } else {
-                    child = Some(ch);
+                    self.child = Some(ch);
                 }
             }
             _ => {}
         }
         if !empty {
-            stack.push(name);
+            self.stack.push(name);
+        }
+        Ok(())
+    }
+
+    /// An element closes: a test case is finished, a child joins its case.
+    fn end(&mut self, name: &[u8], finished: &mut dyn FnMut(Case)) {
+        self.stack.pop();
+        match name {
+            b"testcase" => {
+                if let Some(c) = self.case.take() {
+                    finished(c);
+                }
+            }
+            b"failure" | b"error" | b"skipped" => {
+                if let (Some(ch), Some(c)) = (self.child.take(), self.case.as_mut()) {
+                    c.children.push(ch);
+                }
+            }
+            _ => {}
         }
     }
-    if let Some(open) = stack.last() {
-        return Err(InputError::new(
-            at_pos(body.len() as u64),
-            format!(
-                "unexpected end of file: <{}> is not closed (the file looks truncated)",
-                String::from_utf8_lossy(open)
+
+    /// An element's attributes, local name → unescaped value.
+    fn attrs(&self, e: &quick_xml::events::BytesStart, pos: u64) -> Result<Vec<(Vec<u8>, String)>, InputError> {
+        let mut v = Vec::new();
+        for a in e.attributes() {
+            let a = a.map_err(|err| InputError::new(self.at_pos(pos), format!("malformed XML attribute: {err}")))?;
+            let value = a
+                .unescape_value()
+                .map_err(|err| InputError::new(self.at_pos(pos), format!("malformed XML attribute value: {err}")))?;
+            v.push((a.key.local_name().as_ref().to_vec(), value.into_owned()));
+        }
+        Ok(v)
+    }
+}
+
+fn attr(v: &[(Vec<u8>, String)], k: &[u8]) -> Option<String> {
+    v.iter().find(|(n, _)| n == k).map(|(_, s)| s.clone())
+}
+
+// ---- recording the cases ---------------------------------------------
+
+/// Each finished test case into the results: a collection error, an unmatched case, or
+/// a test's result under its node id (rebuilt from an xunit1 record, or matched among
+/// coverage's), merged with the other records of that test.
+struct Recorder<'k> {
+    file: &'k str,
+    known: &'k BTreeSet<TestId>,
+    /// `known` by join key, built for the first case that needs it.
+    index: Option<HashMap<JoinKey, Vec<&'k TestId>>>,
+    /// Tests already seen with an attempt of their own in this file (see [`Recorder::add`]).
+    attempted: BTreeSet<TestId>,
+    out: TestResults,
+}
+
+impl Recorder<'_> {
+    fn record(&mut self, c: Case) {
+        let source = format!("{}:{}", self.file, c.line);
+        let (outcome, phase, message) = match case_kind(&c) {
+            CaseKind::CollectionSkipped => return,
+            CaseKind::CollectionError(message) => {
+                let nodeid = self.collection_error_file(&c);
+                self.out.collection_errors.push(CollectionError {
+                    nodeid,
+                    message,
+                    source,
+                });
+                return;
+            }
+            CaseKind::Test(o, p, m) => (o, p, m),
+        };
+        match self.node_id(&c) {
+            Ok(id) => self.add(
+                id,
+                TestResult {
+                    outcome,
+                    phase,
+                    message,
+                    source,
+                    reruns: c.reruns,
+                },
             ),
-        ));
+            Err(why) => self.out.unmatched.push(UnmatchedCase {
+                source,
+                classname: c.classname,
+                name: c.name,
+                why,
+                outcome,
+                message,
+            }),
+        }
     }
-    if !saw_root {
-        return Err(InputError::new(
-            at_pos(0),
-            "no <testsuites> or <testsuite> element: expected JUnit XML",
-        ));
+
+    /// What a collection error is about: the case's file, else the known test file whose
+    /// dotted module path the case names, else that name.
+    fn collection_error_file(&self, c: &Case) -> String {
+        match &c.file {
+            Some(f) if !f.is_empty() => f.replace('\\', "/"),
+            _ => {
+                let dotted = c.name.as_str();
+                self.known
+                    .iter()
+                    .map(TestId::file)
+                    .find(|f| f.strip_suffix(".py").unwrap_or(f).replace(['/', '\\'], ".") == dotted)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| dotted.to_string())
+            }
+        }
     }
-    Ok(out)
+
+    /// The case's node id, or why it has none.
+    fn node_id(&mut self, c: &Case) -> Result<TestId, String> {
+        let mut why_prefix = String::new();
+        if let Some(f) = c.file.as_deref().filter(|f| !f.is_empty()) {
+            match rebuild_xunit1(f, &c.classname, &c.name) {
+                Some(id) => return Ok(TestId::new(id)),
+                None => why_prefix = format!("file {f:?} does not match classname {:?}; ", c.classname),
+            }
+        }
+        let known = self.known;
+        let idx = self.index.get_or_insert_with(|| {
+            let mut m: HashMap<JoinKey, Vec<&TestId>> = HashMap::new();
+            for t in known {
+                for k in junit_join_keys(t) {
+                    m.entry(k).or_default().push(t);
+                }
+            }
+            m
+        });
+        // By classname and name (pytest, JUnit ids), or by name alone (LCOV, Bazel).
+        let mut found: Vec<&TestId> = [Some(c.classname.clone()), None]
+            .into_iter()
+            .flat_map(|cn| idx.get(&(cn, c.name.clone())).into_iter().flatten().copied())
+            .collect();
+        found.sort();
+        found.dedup();
+        match found.as_slice() {
+            [one] => Ok((*one).clone()),
+            [] => Err(format!("{why_prefix}no node id from coverage matches")),
+            many => Err(format!(
+                "{why_prefix}ambiguous: {}",
+                many.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")
+            )),
+        }
+    }
+
+    /// A test's record, merged with the ones before it.
+    fn add(&mut self, id: TestId, mut result: TestResult) {
+        // pytest writes a teardown error as a second case of the same test: not an attempt.
+        let is_attempt = !(result.outcome == Outcome::Error && result.phase == Some(Phase::Teardown));
+        match self.out.tests.get_mut(&id) {
+            // The same test again in one file: a rerun (pytest-rerunfailures writes every
+            // attempt as a case; Gradle's retry the same). The last attempt decides its
+            // outcome; the earlier ones count as reruns — an earlier case was only ever
+            // rerun because it failed, whatever pytest wrote for it.
+            Some(old) if is_attempt && self.attempted.contains(&id) => {
+                result.reruns = result.reruns.saturating_add(old.reruns).saturating_add(1);
+                *old = result;
+            }
+            Some(old) if rank(old) >= rank(&result) => {}
+            _ => {
+                self.out.tests.insert(id.clone(), result);
+            }
+        }
+        if is_attempt {
+            self.attempted.insert(id);
+        }
+    }
 }
 
 #[cfg(test)]
