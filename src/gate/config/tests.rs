@@ -42,15 +42,16 @@ fn signal_knobs() {
     )
     .unwrap();
     let s = &c.policy.signals;
-    assert_eq!(s.weakened_test, Some(SignalLevel::Inconclusive));
+    assert_eq!(s.get(Signal::WeakenedTest), Some(SignalLevel::Inconclusive));
     assert_eq!(
-        s.self_witness,
+        s.get(Signal::SelfWitness),
         Some(SignalLevel::Off),
         "`off` is a word, not YAML 1.1's false"
     );
-    assert_eq!(s.get("no_results"), Some(SignalLevel::Caveat));
-    assert_eq!(s.get("phase_only_witness"), None);
-    assert_eq!(s.get("failed"), None);
+    assert_eq!(s.get(Signal::NoResults), Some(SignalLevel::Caveat));
+    assert_eq!(s.get(Signal::PhaseOnlyWitness), None);
+    assert_eq!(s.for_code(ReasonCode::NoResults), Some(SignalLevel::Caveat));
+    assert_eq!(s.for_code(ReasonCode::Failed), None, "not a signal");
     // A typo in a key or a value names the file, the line and what is allowed.
     let e = parse_config("c.yml", "policy:\n  signals:\n    weakend_test: off\n").unwrap_err();
     assert_eq!(e.location.file, "c.yml");

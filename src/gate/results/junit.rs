@@ -226,6 +226,7 @@ impl<'a> CaseReader<'a> {
                 Event::Start(e) => self.start(&e, false, start, finished)?,
                 Event::Empty(e) => self.start(&e, true, start, finished)?,
                 Event::End(e) => self.end(e.local_name().as_ref(), finished),
+                // A child's text, up to 4 KiB of it; text elsewhere is not read.
                 Event::Text(t) if self.child.as_ref().is_some_and(|ch| ch.text.len() < 4096) => {
                     let s = t
                         .unescape()
@@ -235,14 +236,12 @@ impl<'a> CaseReader<'a> {
                     }
                 }
                 Event::CData(t) => {
-                    if let Some(ch) = self.child.as_mut() {
-                        if ch.text.len() < 4096 {
-                            ch.text.push_str(&String::from_utf8_lossy(&t));
-                        }
+                    if let Some(ch) = self.child.as_mut().filter(|ch| ch.text.len() < 4096) {
+                        ch.text.push_str(&String::from_utf8_lossy(&t));
                     }
                 }
                 Event::Eof => break,
-                _ => {} // declaration, comments, processing instructions, doctype
+                _ => {} // other text, declaration, comments, processing instructions, doctype
             }
         }
         if let Some(open) = self.stack.last() {

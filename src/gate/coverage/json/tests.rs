@@ -4,9 +4,12 @@ use oracle::read_json_stream;
 use proptest::prelude::*;
 
 /// The previous reader, the oracle the scan is compared with (test code shared with the
-/// integration tests, which name the library `flakegate`).
+/// integration tests).
 mod oracle {
-    use crate as flakegate;
+    /// The gate as the oracle names it from outside the crate.
+    mod flakegate {
+        pub use crate::gate;
+    }
     include!("../../../../tests/common/coverage_oracle.rs");
 }
 
