@@ -190,6 +190,9 @@ reason_codes! {
     PhaseOnlyWitness { code: "phase_only_witness", verdict: PassWithCaveat, signal: 2, about_evidence: false }
     /// Caveat: a test stable on base needed a rerun on head (failed, then passed).
     HeadFlaky { code: "head_flaky", verdict: PassWithCaveat, signal: 7, about_evidence: false }
+    /// Caveat: a test that ran none of the changed lines failed on head, where the patch cannot
+    /// have changed what it ran: flakiness on unchanged code, not a failure of the patch.
+    FlakyUnchanged { code: "flaky_unchanged", verdict: PassWithCaveat, signal: 8, about_evidence: false }
     /// Caveat: no head test results were given, so failures were not checked.
     NoResults { code: "no_results", verdict: PassWithCaveat, signal: 6, about_evidence: false }
     /// Row 8 for a patch whose changes need no evidence.

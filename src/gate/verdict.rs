@@ -67,6 +67,8 @@ struct Decision<'a> {
     ledger_changes: Vec<LedgerChange>,
     /// Witnesses whose id joins no head result (LCOV, Bazel): blind.
     unjoined: BTreeSet<TestId>,
+    /// Head failures of tests that ran only unchanged code (`flaky_unchanged`), with where.
+    unchanged_failures: Vec<(TestId, Location)>,
 
     reasons: Vec<Reason>,
     notes: Vec<String>,
@@ -119,6 +121,7 @@ impl<'a> Decision<'a> {
             att,
             ledger_changes,
             unjoined,
+            unchanged_failures: Vec::new(),
             reasons: Vec::new(),
             notes: Vec::new(),
             blind: BTreeMap::new(),
@@ -277,10 +280,10 @@ impl<'a> Decision<'a> {
     /// it counts or not. Returns the failing stable tests and their records' places.
     fn tally_head_tests(&mut self, res: &TestResults) -> (Vec<TestId>, Vec<Location>) {
         let ev = self.ev;
-        let results_report = &mut self.results;
         let mut failing_stable = Vec::new();
         let mut locs = Vec::new();
         for (test, r) in &res.tests {
+            let results_report = &mut self.results;
             match r.outcome {
                 Outcome::Passed => results_report.passed += 1,
                 Outcome::Failed => results_report.failed += 1,
@@ -314,10 +317,15 @@ impl<'a> Decision<'a> {
                     Some(res),
                     &self.unjoined,
                 );
-                let counts = status.is_stable();
+                let unchanged = status.is_stable() && !masked && self.ran_only_unchanged_code(test);
+                let counts = status.is_stable() && !unchanged;
                 if counts {
                     failing_stable.push(test.clone());
                     locs.push(Location::file(r.source.clone()));
+                }
+                if unchanged {
+                    self.unchanged_failures
+                        .push((test.clone(), Location::file(r.source.clone())));
                 }
                 let message = if masked {
                     Some(format!(
@@ -328,7 +336,7 @@ impl<'a> Decision<'a> {
                 } else {
                     r.message.clone()
                 };
-                results_report.failures.push(HeadFailure {
+                self.results.failures.push(HeadFailure {
                     test: test.to_string(),
                     outcome: Some(r.outcome),
                     status: Some(status),
@@ -339,6 +347,73 @@ impl<'a> Decision<'a> {
             }
         }
         (failing_stable, locs)
+    }
+
+    /// Could the patch have changed what `test` ran? Not when the test executed none of the
+    /// changed lines and nothing else of the patch reaches it unseen: the coverage has per-test
+    /// contexts, every changed file is measured code (or needs no evidence) with no pure
+    /// deletion, no excluded and no import-time changed line, and no trust rule fired. Any doubt
+    /// is `false` (and the failure is `failed`).
+    fn ran_only_unchanged_code(&self, test: &TestId) -> bool {
+        let Some(cov) = &self.ev.coverage else {
+            return false;
+        };
+        cov.has_test_contexts
+            && !self.att.union.contains_key(test)
+            && !self
+                .reasons
+                .iter()
+                .any(|r| r.code == ReasonCode::MissingEvidence || r.code.is_about_the_patchs_evidence())
+            && self.att.files.iter().all(|f| match f.evidence {
+                FileEvidence::NotNeeded | FileEvidence::NoExecutableChange => true,
+                FileEvidence::Measured => {
+                    f.import_time_lines.is_empty() && f.excluded_lines.is_empty() && f.deletions.is_empty()
+                }
+                FileEvidence::Blind => false,
+            })
+    }
+
+    /// `flaky_unchanged`: head failures of tests that ran none of the changed lines, where the
+    /// patch cannot have changed what they ran (see `ran_only_unchanged_code`): flakiness on
+    /// unchanged code, named with its owner, not blamed on the patch.
+    fn flaky_unchanged(&mut self) {
+        if self.unchanged_failures.is_empty() {
+            return;
+        }
+        let (tests, locs): (Vec<TestId>, Vec<Location>) = self.unchanged_failures.iter().cloned().unzip();
+        let n = tests.len();
+        let mut owners: Vec<String> = tests
+            .iter()
+            .flat_map(|t| {
+                let from_ledger = self.ledger.entries_for(t).next().map(|e| e.owner.clone());
+                let from_codeowners = self
+                    .ev
+                    .codeowners
+                    .as_ref()
+                    .map(|c| c.owners_of(t.file()).to_vec())
+                    .unwrap_or_default();
+                from_ledger.into_iter().chain(from_codeowners)
+            })
+            .collect();
+        owners.sort();
+        owners.dedup();
+        let owner = if owners.is_empty() {
+            "no owner is known (no ledger entry, no CODEOWNERS line for the test file)".to_string()
+        } else {
+            format!("owner: {}", owners.join(", "))
+        };
+        self.reasons.push(
+            Reason::new(
+                ReasonCode::FlakyUnchanged,
+                format!(
+                    "{n} test{} failed on head but ran none of the changed lines ({}): failing on code this patch did not change, so flaky, not blamed on the patch; {owner}",
+                    plural(n),
+                    short_list(&tests, 5),
+                ),
+            )
+            .at(locs)
+            .tests(tests),
+        );
     }
 
     /// Row 4 (INCONCLUSIVE), `expired`: a ledger entry is past its `expires`

@@ -39,6 +39,7 @@ fn each_code_reads_as_it_always_has() {
             ("blind_lines", PassWithCaveat, Some("blind_lines"), false),
             ("phase_only_witness", PassWithCaveat, Some("phase_only_witness"), false),
             ("head_flaky", PassWithCaveat, Some("head_flaky"), false),
+            ("flaky_unchanged", PassWithCaveat, Some("flaky_unchanged"), false),
             ("no_results", PassWithCaveat, Some("no_results"), false),
             ("no_executable_change", Pass, None, false),
             ("all_stable", Pass, None, false),
@@ -65,6 +66,7 @@ fn the_signals_are_the_caveats_in_the_configs_key_order() {
             "some_frozen",
             "no_results",
             "head_flaky",
+            "flaky_unchanged",
         ]
     );
     for (place, signal) in Signal::ALL.into_iter().enumerate() {

@@ -25,6 +25,7 @@ impl Decision<'_> {
         self.weakened_test();
         self.self_witness();
         self.head_flaky();
+        self.flaky_unchanged();
         self.no_results();
         self.ledger_edited();
     }

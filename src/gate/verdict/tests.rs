@@ -938,3 +938,86 @@ fn an_unreadable_file_is_blind_and_the_rest_is_judged() {
     assert_eq!(r.verdict, Verdict::PassWithCaveat);
     assert_eq!(r.codes(), ["blind_lines"]);
 }
+
+const ELSEWHERE: &str = "tests/test_cart.py::test_total";
+
+/// A case whose head run has `ELSEWHERE` failing: a test no changed line's coverage names.
+fn elsewhere_fails(mut c: Case) -> Case {
+    c.results = Some(results(&[
+        (STABLE, Outcome::Passed),
+        (FLAKY, Outcome::Passed),
+        (ELSEWHERE, Outcome::Failed),
+    ]));
+    c.codeowners = Some(crate::gate::codeowners::CodeOwners::parse(
+        "tests/test_cart.py @shop/cart\n",
+    ));
+    c
+}
+
+#[test]
+fn a_head_failure_of_a_test_that_ran_no_changed_line_is_flaky_not_the_patchs() {
+    let cov = || coverage(&[(10, &[(STABLE, RUN)])], &[]);
+    let r = elsewhere_fails(Case::new(&[(10, "    total = a + b")], cov())).run();
+    assert_eq!(r.codes(), ["flaky_unchanged"], "{:#?}", r.reasons);
+    assert_eq!(r.verdict, Verdict::PassWithCaveat);
+    let m = &r.reasons[0].message;
+    assert!(
+        m.contains(ELSEWHERE) && m.contains("@shop/cart") && m.contains("did not change"),
+        "{m}"
+    );
+    let f = r.results.failures.iter().find(|f| f.test == ELSEWHERE).unwrap();
+    assert!(!f.counts, "not counted as a stable test's failure");
+
+    // Policy can make it block.
+    let mut c = elsewhere_fails(Case::new(&[(10, "    total = a + b")], cov()));
+    c.config =
+        crate::gate::config::parse_config("c.yml", "policy:\n  signals:\n    flaky_unchanged: inconclusive\n").unwrap();
+    assert_eq!(c.run().verdict, Verdict::Inconclusive);
+}
+
+#[test]
+fn a_patch_that_could_have_reached_the_failing_test_still_fails() {
+    // The failing test ran a changed line.
+    let cov = coverage(&[(10, &[(STABLE, RUN), (ELSEWHERE, RUN)])], &[]);
+    let r = elsewhere_fails(Case::new(&[(10, "    total = a + b")], cov)).run();
+    assert_eq!(r.codes()[0], "failed", "{:#?}", r.reasons);
+
+    // A changed line ran at import time (a module constant every importer sees).
+    let r = elsewhere_fails(Case::new(
+        &[(3, "LIMIT = 10"), (9, "    return amount")],
+        refunds_head_coverage(true),
+    ))
+    .run();
+    assert_eq!(r.codes()[0], "failed", "{:#?}", r.reasons);
+
+    // A changed file no coverage measures (a data file the test may read).
+    let mut c = elsewhere_fails(Case::new(
+        &[(10, "    total = a + b")],
+        coverage(&[(10, &[(STABLE, RUN)])], &[]),
+    ));
+    let mut data = file_change(&[(1, "{\"rate\": 2}")]);
+    data.path = "src/shop/rates.json".into();
+    c.patch.files.push(data);
+    let r = c.run();
+    assert_eq!(r.codes()[0], "failed", "{:#?}", r.reasons);
+
+    // A pure deletion in a measured file (what the test ran may be gone).
+    let mut c = elsewhere_fails(Case::new(
+        &[(10, "    total = a + b")],
+        coverage(&[(10, &[(STABLE, RUN)])], &[]),
+    ));
+    c.patch.files[0].deletions.push(Deletion {
+        old_start: 20,
+        old_count: 1,
+        after: 19,
+        text: vec!["    audit(total)".into()],
+    });
+    let r = c.run();
+    assert_eq!(r.codes()[0], "failed", "{:#?}", r.reasons);
+
+    // Coverage without per-test contexts cannot say what the test ran.
+    let mut cov = coverage(&[(10, &[(STABLE, RUN)])], &[]);
+    cov.has_test_contexts = false;
+    let r = elsewhere_fails(Case::new(&[(10, "    total = a + b")], cov)).run();
+    assert!(r.codes().contains(&"failed"), "{:#?}", r.reasons);
+}
