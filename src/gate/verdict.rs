@@ -406,9 +406,10 @@ impl<'a> Decision<'a> {
             Reason::new(
                 ReasonCode::FlakyUnchanged,
                 format!(
-                    "{n} test{} failed on head but ran none of the changed lines ({}): failing on code this patch did not change, so flaky, not blamed on the patch; {owner}",
+                    "{n} test{} failed on head but ran none of the changed lines ({}): {} failed on code this patch did not change — flaky, or broken on base — so the failure is not blamed on the patch; {owner}",
                     plural(n),
                     short_list(&tests, 5),
+                    if n == 1 { "it" } else { "they" },
                 ),
             )
             .at(locs)
