@@ -4,8 +4,10 @@
 //! a typo never silently turns a knob off.
 
 use crate::gate::error::{InputError, Location};
-use serde::{Deserialize, Serialize};
+use crate::gate::report::{ReasonCode, Signal};
+use serde::{de, Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::fmt;
 
 /// The whole `.github/flakegate.yml`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -76,44 +78,118 @@ pub enum SignalLevel {
 }
 
 /// Per caveat signal, what it does (`policy.signals`); an unset signal is a caveat.
-/// Keys are the reasons' codes.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Signals {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub weakened_test: Option<SignalLevel>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub self_witness: Option<SignalLevel>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub phase_only_witness: Option<SignalLevel>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ledger_edited: Option<SignalLevel>,
-    /// `inconclusive` is what `strict_lines: true` does.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub blind_lines: Option<SignalLevel>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub some_frozen: Option<SignalLevel>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub no_results: Option<SignalLevel>,
-    /// A stable-on-base test failed and then passed on a rerun on head.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub head_flaky: Option<SignalLevel>,
-}
+/// Keys are the signals' codes ([`Signal::KEYS`]); any other key is an error naming its
+/// line and column and listing the keys, as a struct's unknown field is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Signals(BTreeMap<Signal, SignalLevel>);
 
 impl Signals {
-    /// The level set for a reason code (`None`: the code is not a signal, or it is unset).
-    pub fn get(&self, code: &str) -> Option<SignalLevel> {
-        match code {
-            "weakened_test" => self.weakened_test,
-            "self_witness" => self.self_witness,
-            "phase_only_witness" => self.phase_only_witness,
-            "ledger_edited" => self.ledger_edited,
-            "blind_lines" => self.blind_lines,
-            "some_frozen" => self.some_frozen,
-            "no_results" => self.no_results,
-            "head_flaky" => self.head_flaky,
-            _ => None,
+    /// The level set for a signal (`None`: unset, a caveat).
+    pub fn get(&self, signal: Signal) -> Option<SignalLevel> {
+        self.0.get(&signal).copied()
+    }
+    /// The level set for a reason (`None`: the reason is no signal, or it is unset).
+    pub fn for_code(&self, code: ReasonCode) -> Option<SignalLevel> {
+        code.signal().and_then(|s| self.get(s))
+    }
+    pub fn set(&mut self, signal: Signal, level: SignalLevel) {
+        self.0.insert(signal, level);
+    }
+}
+
+// `Signals` reads and writes itself as the struct of one optional field per signal that
+// it was (`deny_unknown_fields`, `default`, `skip_serializing_if = "Option::is_none"`):
+// the same YAML and JSON, the same errors.
+
+impl Serialize for Signals {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Signals", self.0.len())?;
+        for signal in Signal::ALL {
+            match self.0.get(&signal) {
+                // As the `Option` field it was: `Some(level)`.
+                Some(level) => st.serialize_field(signal.as_str(), &Some(*level))?,
+                None => st.skip_field(signal.as_str())?,
+            }
         }
+        st.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Signals {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_struct("Signals", &Signal::KEYS, SignalsVisitor)
+    }
+}
+
+struct SignalsVisitor;
+
+impl<'de> de::Visitor<'de> for SignalsVisitor {
+    type Value = Signals;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("struct Signals")
+    }
+    /// The levels in key order; missing ones unset.
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Signals, A::Error> {
+        let mut signals = Signals::default();
+        for signal in Signal::ALL {
+            match seq.next_element::<Option<SignalLevel>>()? {
+                Some(level) => signals.0.extend(level.map(|l| (signal, l))),
+                None => break,
+            }
+        }
+        Ok(signals)
+    }
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Signals, A::Error> {
+        let mut signals = Signals::default();
+        // A key given twice is an error even when the first value was null.
+        let mut seen = Vec::new();
+        while let Some(SignalKey(signal)) = map.next_key()? {
+            if seen.contains(&signal) {
+                return Err(de::Error::duplicate_field(signal.as_str()));
+            }
+            seen.push(signal);
+            signals
+                .0
+                .extend(map.next_value::<Option<SignalLevel>>()?.map(|l| (signal, l)));
+        }
+        Ok(signals)
+    }
+}
+
+/// A key of `policy.signals`, read as a struct's field name is.
+struct SignalKey(Signal);
+
+impl<'de> Deserialize<'de> for SignalKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_identifier(SignalKeyVisitor)
+    }
+}
+
+struct SignalKeyVisitor;
+
+impl de::Visitor<'_> for SignalKeyVisitor {
+    type Value = SignalKey;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("field identifier")
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<SignalKey, E> {
+        match usize::try_from(v).ok().and_then(|i| Signal::ALL.get(i)) {
+            Some(&s) => Ok(SignalKey(s)),
+            None => Err(E::invalid_value(
+                de::Unexpected::Unsigned(v),
+                &format!("field index 0 <= i < {}", Signal::COUNT).as_str(),
+            )),
+        }
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<SignalKey, E> {
+        Signal::from_key(v)
+            .map(SignalKey)
+            .ok_or_else(|| E::unknown_field(v, &Signal::KEYS))
+    }
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<SignalKey, E> {
+        let v = String::from_utf8_lossy(v);
+        self.visit_str(&v)
     }
 }
 
@@ -205,7 +281,7 @@ pub fn parse_config(file: &str, text: &str) -> Result<Config, InputError> {
         InputError::new(location, msg)
     })?;
     PathGlobs::new(&config.policy.no_evidence_paths).map_err(|m| InputError::new(Location::file(file), m))?;
-    if let Some(level) = config.policy.signals.blind_lines {
+    if let Some(level) = config.policy.signals.get(Signal::BlindLines) {
         if config.policy.strict_lines && level != SignalLevel::Inconclusive {
             let level = serde_json::to_value(level).ok();
             let level = level.as_ref().and_then(|v| v.as_str()).unwrap_or("?");

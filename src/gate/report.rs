@@ -42,107 +42,206 @@ impl std::fmt::Display for Verdict {
     }
 }
 
-/// A reason's stable code. The order of the variants is the order of
-/// the decision table (README, "How it decides"): the first reason that applies decides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReasonCode {
-    /// Row 1: evidence missing or unreadable.
-    MissingEvidence,
-    /// Row 1 (Trust): the patch changes what produced or shaped the evidence.
-    EvidenceConfigChanged,
-    /// Row 1 (Trust): the evidence is not about this head (another commit, or none of its files).
-    EvidenceMismatch,
-    /// Row 1 (Trust): the patch freezes a test that witnesses its own changed lines.
-    SelfFreeze,
-    /// Row 2: the ledger is invalid.
-    InvalidLedger,
-    /// Row 3: a stable test failed on head.
-    Failed,
-    /// Row 4: a ledger entry is past its expiry.
-    Expired,
-    /// Row 5: no witness covers any changed line.
-    Uncovered,
-    /// Row 6: every witness is frozen or not stable.
-    FrozenOnly,
-    /// `strict_lines`: some changed lines have no stable witness (INCONCLUSIVE).
-    BlindLinesStrict,
-    /// Row 7: some witnesses are frozen.
-    SomeFrozen,
-    /// Caveat: the patch edits the ledger (listed entry by entry).
-    LedgerEdited,
-    /// Caveat: some changed line's only stable witnesses are tests the patch adds.
-    SelfWitness,
-    /// Caveat: the patch adds retries, sleeps, skips; widens tolerances; removes assertions or tests.
-    WeakenedTest,
-    /// Caveat: some changed lines (or files) have no stable witness.
-    BlindLines,
-    /// Caveat: lines witnessed only in fixture setup/teardown.
-    PhaseOnlyWitness,
-    /// Caveat: a test stable on base needed a rerun on head (failed, then passed).
-    HeadFlaky,
-    /// Caveat: no head test results were given, so failures were not checked.
-    NoResults,
-    /// Row 8 for a patch whose changes need no evidence.
-    NoExecutableChange,
-    /// Row 8.
-    AllStable,
+/// The decision table's reason codes, one row each: everything about a code is here,
+/// and the rest is derived from it — [`ReasonCode`] and its [`as_str`](ReasonCode::as_str)
+/// (also its serialised form), [`verdict`](ReasonCode::verdict) and
+/// [`is_about_the_patchs_evidence`](ReasonCode::is_about_the_patchs_evidence); the caveat
+/// [`Signal`]s that key `policy.signals` (`gate::config::Signals`: their config keys, their
+/// parsing and its errors); and the docs' codes table (the one between the
+/// `reason-codes:begin`/`end` markers in README.md or docs/*.md, now
+/// `docs/evidence-record.md`), which a test checks against this one.
+///
+/// A row: the variant and its one-line description (its doc comment), then
+/// - `code`: the code as the record and the config spell it (two rows may share one:
+///   `blind_lines` is a caveat, or INCONCLUSIVE under `strict_lines`);
+/// - `verdict`: the verdict the reason alone leads to, before policy;
+/// - `signal` (only for a caveat `policy.signals` can set): the signal's place among the
+///   config's keys — the order a config serialises them and an unknown key's error lists
+///   them, kept from when each was a field; a new signal takes the next place;
+/// - `about_evidence`: whether the reason is about what the patch did to the evidence that
+///   judges it (README, "Agent-proofing"): the trust rules and the weakening signals. The
+///   App names these in the pull-request comment and annotates their places, besides the
+///   check run's summary.
+///
+/// The rows are in the decision table's order (README, "How it decides"): the order of the
+/// variants, in which the first reason that applies decides.
+macro_rules! reason_codes {
+    (@signal) => { None };
+    (@signal $place:literal) => { Some(Signal::at_place($place)) };
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident {
+            code: $code:literal,
+            verdict: $verdict:ident,
+            $(signal: $place:literal,)?
+            about_evidence: $about:literal $(,)?
+        }
+    )*) => {
+        /// A reason's stable code (see `reason_codes!` for the table it comes from). The
+        /// order of the variants is the order of the decision table (README, "How it
+        /// decides"): the first reason that applies decides.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum ReasonCode {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl ReasonCode {
+            /// Every code, in table order.
+            pub const ALL: &'static [ReasonCode] = &[$(ReasonCode::$variant),*];
+
+            /// The code as it appears in the record (`blind_lines` for both strict and caveat).
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(ReasonCode::$variant => $code,)*
+                }
+            }
+
+            /// The verdict this reason alone leads to, before `policy.signals`.
+            pub const fn verdict(self) -> Verdict {
+                match self {
+                    $(ReasonCode::$variant => Verdict::$verdict,)*
+                }
+            }
+
+            /// Reasons about what the patch did to the evidence that judges it (README,
+            /// "Agent-proofing"): the trust rules and the weakening signals. The App names them
+            /// in the pull-request comment and annotates their places, besides the check run's
+            /// summary.
+            pub const fn is_about_the_patchs_evidence(self) -> bool {
+                match self {
+                    $(ReasonCode::$variant => $about,)*
+                }
+            }
+
+            /// The `policy.signals` key that sets what this reason does, when it is a caveat
+            /// signal.
+            pub const fn signal(self) -> Option<Signal> {
+                match self {
+                    $(ReasonCode::$variant => reason_codes!(@signal $($place)?),)*
+                }
+            }
+        }
+
+        /// A caveat signal: a reason whose effect `policy.signals` sets (`off`, `caveat`,
+        /// `inconclusive`), keyed by its code. Ordered by its place among the config's keys.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Signal {
+            $($(
+                #[doc = concat!("`policy.signals.", $code, "`: [`ReasonCode::", stringify!($variant), "`].")]
+                $variant = $place,
+            )?)*
+        }
+
+        impl Signal {
+            /// How many signals there are.
+            pub const COUNT: usize = [$($($place,)?)*].len();
+
+            /// The signal at a place among the config's keys (a gap or a place past the last
+            /// fails the build, where `ALL` is built).
+            const fn at_place(place: usize) -> Signal {
+                match place {
+                    $($($place => Signal::$variant,)?)*
+                    _ => panic!("the signals' places are 0, 1, 2, … without a gap"),
+                }
+            }
+
+            /// The reason this signal is.
+            pub const fn code(self) -> ReasonCode {
+                match self as usize {
+                    $($($place => ReasonCode::$variant,)?)*
+                    _ => unreachable!(),
+                }
+            }
+        }
+    };
 }
 
-impl ReasonCode {
-    /// Reasons about what the patch did to the evidence that judges it (README, "Agent-proofing"):
-    /// the trust rules and the weakening signals. The App names them in the pull-request
-    /// comment and annotates their places, besides the check run's summary.
-    pub fn is_about_the_patchs_evidence(self) -> bool {
-        use ReasonCode::*;
-        matches!(
-            self,
-            EvidenceConfigChanged | EvidenceMismatch | SelfFreeze | LedgerEdited | WeakenedTest | SelfWitness
-        )
+reason_codes! {
+    /// Row 1: evidence missing or unreadable.
+    MissingEvidence { code: "missing_evidence", verdict: Inconclusive, about_evidence: false }
+    /// Row 1 (Trust): the patch changes what produced or shaped the evidence.
+    EvidenceConfigChanged { code: "evidence_config_changed", verdict: Inconclusive, about_evidence: true }
+    /// Row 1 (Trust): the evidence is not about this head (another commit, or none of its files).
+    EvidenceMismatch { code: "evidence_mismatch", verdict: Inconclusive, about_evidence: true }
+    /// Row 1 (Trust): the patch freezes a test that witnesses its own changed lines.
+    SelfFreeze { code: "self_freeze", verdict: Inconclusive, about_evidence: true }
+    /// Row 2: the ledger is invalid.
+    InvalidLedger { code: "invalid_ledger", verdict: Inconclusive, about_evidence: false }
+    /// Row 3: a stable test failed on head.
+    Failed { code: "failed", verdict: Fail, about_evidence: false }
+    /// Row 4: a ledger entry is past its expiry.
+    Expired { code: "expired", verdict: Inconclusive, about_evidence: false }
+    /// Row 5: no witness covers any changed line.
+    Uncovered { code: "uncovered", verdict: Inconclusive, about_evidence: false }
+    /// Row 6: every witness is frozen or not stable.
+    FrozenOnly { code: "frozen_only", verdict: Inconclusive, about_evidence: false }
+    /// `strict_lines`: some changed lines have no stable witness (INCONCLUSIVE).
+    BlindLinesStrict { code: "blind_lines", verdict: Inconclusive, about_evidence: false }
+    /// Row 7: some witnesses are frozen.
+    SomeFrozen { code: "some_frozen", verdict: PassWithCaveat, signal: 5, about_evidence: false }
+    /// Caveat: the patch edits the ledger (listed entry by entry).
+    LedgerEdited { code: "ledger_edited", verdict: PassWithCaveat, signal: 3, about_evidence: true }
+    /// Caveat: some changed line's only stable witnesses are tests the patch adds.
+    SelfWitness { code: "self_witness", verdict: PassWithCaveat, signal: 1, about_evidence: true }
+    /// Caveat: the patch adds retries, sleeps, skips; widens tolerances; removes assertions or tests.
+    WeakenedTest { code: "weakened_test", verdict: PassWithCaveat, signal: 0, about_evidence: true }
+    /// Caveat: some changed lines (or files) have no stable witness.
+    BlindLines { code: "blind_lines", verdict: PassWithCaveat, signal: 4, about_evidence: false }
+    /// Caveat: lines witnessed only in fixture setup/teardown.
+    PhaseOnlyWitness { code: "phase_only_witness", verdict: PassWithCaveat, signal: 2, about_evidence: false }
+    /// Caveat: a test stable on base needed a rerun on head (failed, then passed).
+    HeadFlaky { code: "head_flaky", verdict: PassWithCaveat, signal: 7, about_evidence: false }
+    /// Caveat: no head test results were given, so failures were not checked.
+    NoResults { code: "no_results", verdict: PassWithCaveat, signal: 6, about_evidence: false }
+    /// Row 8 for a patch whose changes need no evidence.
+    NoExecutableChange { code: "no_executable_change", verdict: Pass, about_evidence: false }
+    /// Row 8.
+    AllStable { code: "all_stable", verdict: Pass, about_evidence: false }
+}
+
+impl Serialize for ReasonCode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl Signal {
+    /// Every signal, in the order of their places: a config's keys.
+    pub const ALL: [Signal; Signal::COUNT] = {
+        let mut all = [Signal::at_place(0); Signal::COUNT];
+        let mut place = 1;
+        while place < Signal::COUNT {
+            all[place] = Signal::at_place(place);
+            place += 1;
+        }
+        all
+    };
+
+    /// `policy.signals`' keys, in order.
+    pub const KEYS: [&'static str; Signal::COUNT] = {
+        let mut keys = [""; Signal::COUNT];
+        let mut place = 0;
+        while place < Signal::COUNT {
+            keys[place] = Signal::ALL[place].as_str();
+            place += 1;
+        }
+        keys
+    };
+
+    /// The signal's key: its reason's code.
+    pub const fn as_str(self) -> &'static str {
+        self.code().as_str()
     }
 
-    pub fn verdict(self) -> Verdict {
-        use ReasonCode::*;
-        match self {
-            MissingEvidence
-            | EvidenceConfigChanged
-            | EvidenceMismatch
-            | SelfFreeze
-            | InvalidLedger
-            | Expired
-            | Uncovered
-            | FrozenOnly
-            | BlindLinesStrict => Verdict::Inconclusive,
-            Failed => Verdict::Fail,
-            SomeFrozen | LedgerEdited | SelfWitness | WeakenedTest | BlindLines | PhaseOnlyWitness | HeadFlaky
-            | NoResults => Verdict::PassWithCaveat,
-            NoExecutableChange | AllStable => Verdict::Pass,
-        }
+    /// The signal a `policy.signals` key names.
+    pub fn from_key(key: &str) -> Option<Signal> {
+        Signal::ALL.into_iter().find(|s| s.as_str() == key)
     }
-    /// The code as it appears in the record (`blind_lines` for both strict and caveat).
-    pub fn as_str(self) -> &'static str {
-        use ReasonCode::*;
-        match self {
-            MissingEvidence => "missing_evidence",
-            EvidenceConfigChanged => "evidence_config_changed",
-            EvidenceMismatch => "evidence_mismatch",
-            SelfFreeze => "self_freeze",
-            LedgerEdited => "ledger_edited",
-            SelfWitness => "self_witness",
-            WeakenedTest => "weakened_test",
-            InvalidLedger => "invalid_ledger",
-            Failed => "failed",
-            Expired => "expired",
-            Uncovered => "uncovered",
-            FrozenOnly => "frozen_only",
-            BlindLinesStrict | BlindLines => "blind_lines",
-            SomeFrozen => "some_frozen",
-            PhaseOnlyWitness => "phase_only_witness",
-            HeadFlaky => "head_flaky",
-            NoResults => "no_results",
-            NoExecutableChange => "no_executable_change",
-            AllStable => "all_stable",
-        }
+}
+
+impl Serialize for Signal {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 
@@ -159,7 +258,6 @@ pub fn severity(v: Verdict) -> u8 {
 /// One reason, with a sentence a person or an agent can act on.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Reason {
-    #[serde(serialize_with = "ser_code")]
     pub code: ReasonCode,
     /// The verdict this reason alone leads to, after policy (`policy.signals`).
     pub verdict: Verdict,
@@ -170,10 +268,6 @@ pub struct Reason {
     pub locations: Vec<Location>,
     /// The tests the reason is about.
     pub tests: Vec<TestId>,
-}
-
-fn ser_code<S: serde::Serializer>(c: &ReasonCode, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(c.as_str())
 }
 
 impl Reason {
@@ -514,3 +608,6 @@ pub fn line_list(lines: &[u32]) -> String {
     }
     out.join(", ")
 }
+
+#[cfg(test)]
+mod tests;

@@ -926,7 +926,7 @@ impl<'a> Decision<'a> {
             if r.code.verdict() != Verdict::PassWithCaveat {
                 return true;
             }
-            match policy.signals.get(r.code.as_str()) {
+            match policy.signals.for_code(r.code) {
                 Some(SignalLevel::Off) => {
                     notes.push(format!(
                         "policy.signals.{} is off, so this reason did not count: {}",

@@ -625,6 +625,7 @@ fn caveats_case() -> Case {
 #[test]
 fn policy_signals_turn_caveats_off_or_inconclusive() {
     use crate::gate::config::SignalLevel::*;
+    use crate::gate::report::Signal;
     let r = caveats_case().run();
     assert_eq!(r.verdict, Verdict::PassWithCaveat);
     assert_eq!(r.codes(), ["some_frozen", "weakened_test"]);
@@ -632,7 +633,7 @@ fn policy_signals_turn_caveats_off_or_inconclusive() {
 
     // Inconclusive: the escalated reason sorts with the blocking ones, and decides.
     let mut c = caveats_case();
-    c.config.policy.signals.weakened_test = Some(Inconclusive);
+    c.config.policy.signals.set(Signal::WeakenedTest, Inconclusive);
     let r = c.run();
     assert_eq!(r.verdict, Verdict::Inconclusive);
     assert_eq!(r.codes(), ["weakened_test", "some_frozen"]);
@@ -652,7 +653,7 @@ fn policy_signals_turn_caveats_off_or_inconclusive() {
 
     // Off: dropped from the verdict, said in the notes.
     let mut c = caveats_case();
-    c.config.policy.signals.weakened_test = Some(Off);
+    c.config.policy.signals.set(Signal::WeakenedTest, Off);
     let r = c.run();
     assert_eq!(r.codes(), ["some_frozen"]);
     assert!(
@@ -662,7 +663,7 @@ fn policy_signals_turn_caveats_off_or_inconclusive() {
         "{:?}",
         r.notes
     );
-    c.config.policy.signals.some_frozen = Some(Off);
+    c.config.policy.signals.set(Signal::SomeFrozen, Off);
     let r = c.run();
     assert_eq!(r.verdict, Verdict::Pass);
     assert_eq!(r.codes(), ["all_stable"]);
@@ -675,16 +676,16 @@ fn policy_signals_turn_caveats_off_or_inconclusive() {
     // Off never lowers a blocking reason: strict blind lines stay INCONCLUSIVE.
     let mut c = Case::new(&[(10, "x"), (20, "y")], coverage(&[(10, &[(STABLE, RUN)])], &[20]));
     c.config.policy.strict_lines = true;
-    c.config.policy.signals.blind_lines = Some(Off);
+    c.config.policy.signals.set(Signal::BlindLines, Off);
     assert_eq!(c.run().verdict, Verdict::Inconclusive);
     // blind_lines: inconclusive is strict_lines.
     let mut c = Case::new(&[(10, "x"), (20, "y")], coverage(&[(10, &[(STABLE, RUN)])], &[20]));
-    c.config.policy.signals.blind_lines = Some(Inconclusive);
+    c.config.policy.signals.set(Signal::BlindLines, Inconclusive);
     let r = c.run();
     assert_eq!((r.verdict, r.codes()), (Verdict::Inconclusive, vec!["blind_lines"]));
     // Caveat is the default.
     let mut c = caveats_case();
-    c.config.policy.signals.weakened_test = Some(Caveat);
+    c.config.policy.signals.set(Signal::WeakenedTest, Caveat);
     assert_eq!(c.run().verdict, Verdict::PassWithCaveat);
 }
 
