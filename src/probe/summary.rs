@@ -333,10 +333,68 @@ fn name_list(ids: &[&TestId], n: usize) -> String {
 pub fn summarize(runs: &[RunInput], opts: &Options<'_>) -> ProbeOutput {
     let attempted = runs.len() as u32;
     let mut classified: Vec<Classified<'_>> = runs.iter().map(classify).collect();
+    let reference = reference_tests(&mut classified);
+    let usable: Vec<(u32, &TestResults)> = runs
+        .iter()
+        .zip(&classified)
+        .filter_map(|(run, c)| c.results.map(|r| (run.index, r)))
+        .collect();
+    let usable_n = usable.len() as u32;
 
-    // The reference set of tests: the most common among runs with results.
+    let mut out = ProbeOutput {
+        flakegate_probe: FORMAT_VERSION,
+        inconclusive: false,
+        why_inconclusive: None,
+        k: None,
+        runs_attempted: attempted,
+        usable_runs: usable_n,
+        seed: opts.seed.map(|s| s.value),
+        seed_source: opts.seed.map(|s| s.source.clone()),
+        date: opts.today,
+        command: opts.command.map(|c| c.to_vec()),
+        only: opts.only.map(|o| o.to_vec()),
+        power: None,
+        unstable: None,
+        broken_on_base: None,
+        tests: None,
+        runs: run_reports(runs, &classified),
+        ledger_suggestions: None,
+        ledger_note: None,
+    };
+    if let Some(why) = why_inconclusive(attempted, usable_n, &out.runs, opts) {
+        out.inconclusive = true;
+        out.why_inconclusive = Some(why);
+        return out;
+    }
+
+    let tests = test_counts(&reference, &usable, runs, opts);
+    let pick = |st: &str| -> Vec<Count> {
+        tests
+            .iter()
+            .filter(|t| t.stability == st)
+            .map(|t| Count {
+                test: t.test.clone(),
+                failures: t.failures,
+                runs: t.runs,
+            })
+            .collect()
+    };
+    let (suggestions, note) = ledger_suggestions(&tests, opts);
+    out.k = Some(usable_n);
+    out.power = Some(power_of(usable_n));
+    out.unstable = Some(pick("unstable"));
+    out.broken_on_base = Some(pick("broken_on_base"));
+    out.tests = Some(tests);
+    out.ledger_suggestions = Some(suggestions);
+    out.ledger_note = note;
+    out
+}
+
+/// The reference set of tests: the most common among runs with results (ties go to the
+/// larger set). A run that collected another set is made unusable (`different_tests`).
+fn reference_tests<'a>(classified: &mut [Classified<'a>]) -> BTreeSet<&'a TestId> {
     let mut sets: BTreeMap<BTreeSet<&TestId>, u32> = BTreeMap::new();
-    for c in &classified {
+    for c in classified.iter() {
         if let Some(r) = c.results {
             *sets.entry(r.tests.keys().collect()).or_default() += 1;
         }
@@ -373,10 +431,13 @@ pub fn summarize(runs: &[RunInput], opts: &Options<'_>) -> ProbeOutput {
             c.results = None;
         }
     }
+    reference
+}
 
-    let run_reports: Vec<RunReport> = runs
-        .iter()
-        .zip(&classified)
+/// Each run's fate, as the output lists it.
+fn run_reports(runs: &[RunInput], classified: &[Classified<'_>]) -> Vec<RunReport> {
+    runs.iter()
+        .zip(classified)
         .map(|(run, c)| {
             let parsed = match &run.results {
                 ResultsRead::Parsed(r) => Some(r),
@@ -399,76 +460,51 @@ pub fn summarize(runs: &[RunInput], opts: &Options<'_>) -> ProbeOutput {
                 },
             }
         })
-        .collect();
+        .collect()
+}
 
-    let usable: Vec<(u32, &TestResults)> = runs
-        .iter()
-        .zip(&classified)
-        .filter_map(|(run, c)| c.results.map(|r| (run.index, r)))
-        .collect();
-    let usable_n = usable.len() as u32;
+/// Why the runs cannot give counts: more than half unusable, or fewer than two usable
+/// (with a hint when no run wrote results where the probe reads them).
+fn why_inconclusive(attempted: u32, usable_n: u32, reports: &[RunReport], opts: &Options<'_>) -> Option<String> {
     let unusable_n = attempted - usable_n;
-
-    let mut out = ProbeOutput {
-        flakegate_probe: FORMAT_VERSION,
-        inconclusive: false,
-        why_inconclusive: None,
-        k: None,
-        runs_attempted: attempted,
-        usable_runs: usable_n,
-        seed: opts.seed.map(|s| s.value),
-        seed_source: opts.seed.map(|s| s.source.clone()),
-        date: opts.today,
-        command: opts.command.map(|c| c.to_vec()),
-        only: opts.only.map(|o| o.to_vec()),
-        power: None,
-        unstable: None,
-        broken_on_base: None,
-        tests: None,
-        runs: run_reports,
-        ledger_suggestions: None,
-        ledger_note: None,
+    if usable_n >= 2 && unusable_n * 2 <= attempted {
+        return None;
+    }
+    let mut why = if attempted == 0 {
+        "no runs".to_string()
+    } else if unusable_n * 2 > attempted {
+        format!(
+            "{unusable_n} of {attempted} runs are unusable (more than half): the counts would describe \
+             the harness, not the tests"
+        )
+    } else {
+        format!("only {usable_n} of {attempted} runs are usable: at least 2 are needed to tell stable from unstable")
     };
-
-    if usable_n < 2 || unusable_n * 2 > attempted {
-        let mut why = if attempted == 0 {
-            "no runs".to_string()
-        } else if unusable_n * 2 > attempted {
-            format!(
-                "{unusable_n} of {attempted} runs are unusable (more than half): the counts would describe \
-                 the harness, not the tests"
-            )
-        } else {
-            format!(
-                "only {usable_n} of {attempted} runs are usable: at least 2 are needed to tell stable from unstable"
-            )
-        };
-        let no_results = out
-            .runs
-            .iter()
-            .filter(|r| r.status == "crashed" && r.tests == 0)
-            .count();
-        if attempted > 0 && no_results == attempted as usize {
-            if let Some(cmd) = opts.command {
-                if !cmd.iter().any(|w| w.contains(crate::probe::exec::PLACEHOLDER)) {
-                    why.push_str(
-                        "; no run wrote results to $FLAKEGATE_RESULTS — pass --report-log={results} \
-                         (pytest-reportlog) or --junitxml={results} to pytest",
-                    );
-                }
+    let no_results = reports.iter().filter(|r| r.status == "crashed" && r.tests == 0).count();
+    if attempted > 0 && no_results == attempted as usize {
+        if let Some(cmd) = opts.command {
+            if !cmd.iter().any(|w| w.contains(crate::probe::exec::PLACEHOLDER)) {
+                why.push_str(
+                    "; no run wrote results to $FLAKEGATE_RESULTS — pass --report-log={results} \
+                     (pytest-reportlog) or --junitxml={results} to pytest",
+                );
             }
         }
-        out.inconclusive = true;
-        out.why_inconclusive = Some(why);
-        return out;
     }
+    Some(why)
+}
 
+/// Every test of the reference set, counted over the usable runs; one with no pass/fail
+/// outcome in any run (skipped, xfailed) has no counts in the gate's probe.
+fn test_counts(
+    reference: &BTreeSet<&TestId>,
+    usable: &[(u32, &TestResults)],
+    runs: &[RunInput],
+    opts: &Options<'_>,
+) -> Vec<TestCounts> {
     let results: Vec<TestResults> = usable.iter().map(|(_, r)| (*r).clone()).collect();
     let counts = probe::from_runs(&results);
-
     let mut tests = Vec::new();
-    // Every test of the reference set; one with no pass/fail outcome in any
-    // run (skipped, xfailed) has no counts in the gate's probe.
     for id in reference.iter().copied() {
         let c = counts
             .tests
@@ -478,7 +514,7 @@ pub fn summarize(runs: &[RunInput], opts: &Options<'_>) -> ProbeOutput {
         let mut failed_runs = Vec::new();
         let mut first_failure = None;
         let (mut errors, mut skips) = (0, 0);
-        for (index, r) in &usable {
+        for (index, r) in usable {
             if let Some(t) = r.tests.get(id) {
                 if t.outcome.is_failure() {
                     failed_runs.push(*index);
@@ -530,21 +566,12 @@ pub fn summarize(runs: &[RunInput], opts: &Options<'_>) -> ProbeOutput {
             frozen_by,
         });
     }
+    tests
+}
 
-    let pick = |st: &str| -> Vec<Count> {
-        tests
-            .iter()
-            .filter(|t| t.stability == st)
-            .map(|t| Count {
-                test: t.test.clone(),
-                failures: t.failures,
-                runs: t.runs,
-            })
-            .collect()
-    };
-    let unstable = pick("unstable");
-    let broken = pick("broken_on_base");
-
+/// Ledger entries to paste for the unstable and broken tests not frozen yet, and the
+/// note that their owner is left for a human.
+fn ledger_suggestions(tests: &[TestCounts], opts: &Options<'_>) -> (Vec<Suggestion>, Option<String>) {
     let expires = opts.today + chrono::Days::new(u64::from(opts.days));
     let suggestions: Vec<Suggestion> = tests
         .iter()
@@ -569,15 +596,7 @@ pub fn summarize(runs: &[RunInput], opts: &Options<'_>) -> ProbeOutput {
              Fill in owner (and reason), or run: flakegate ledger add NODEID --owner OWNER --reason REASON --probe {file}"
         ))
     };
-
-    out.k = Some(usable_n);
-    out.power = Some(power_of(usable_n));
-    out.unstable = Some(unstable);
-    out.broken_on_base = Some(broken);
-    out.tests = Some(tests);
-    out.ledger_suggestions = Some(suggestions);
-    out.ledger_note = note;
-    out
+    (suggestions, note)
 }
 
 /// The human summary of a probe.
