@@ -2,6 +2,7 @@
 //! times is stable; anything else is unstable and is not evidence.
 
 use crate::gate::error::{InputError, Location};
+use crate::gate::json_spans::{self, JVal, Member, Node, Pos};
 use crate::gate::nodeid::TestId;
 use crate::gate::results::{Outcome, TestResults};
 use serde::Serialize;
@@ -112,11 +113,10 @@ pub fn min_detectable_rate(k: u32, confidence: f64) -> Option<f64> {
 /// an object `{nodeid: {"failures", "runs"}}`) and `"seed"`.
 /// Unknown extra fields are allowed (a superset is fine).
 pub fn parse_probe_json(file: &str, text: &str) -> Result<Probe, InputError> {
-    use crate::gate::json_spans::{self, JVal, Member, Node, Pos};
     let root = json_spans::parse(file, text)?;
-    let err = |p: Pos, msg: String| InputError::new(Location::at(file, p.line, Some(p.col)), msg);
+    let p = ProbeJson { file };
     let JVal::Obj(top) = &root.val else {
-        return Err(err(
+        return Err(p.err(
             root.pos,
             format!(
                 "expected a probe JSON object {{\"k\": K, \"unstable\": [...]}}, found {}",
@@ -124,58 +124,96 @@ pub fn parse_probe_json(file: &str, text: &str) -> Result<Probe, InputError> {
             ),
         ));
     };
-    fn get<'a>(ms: &'a [Member], key: &str) -> Option<&'a Node> {
-        ms.iter().rev().find(|m| m.key == key).map(|m| &m.value)
+    let k = p.k(&root, top)?;
+    let seed = p.seed(top)?;
+    let section = |name: &str| match get(top, name) {
+        Some(Node { val: JVal::Null, .. }) | None => Ok(None),
+        Some(n) => p.entries(name, n, k).and_then(|e| p.dedupe(name, e)).map(Some),
+    };
+    let unstable = section("unstable")?;
+    let all = section("tests")?;
+    let (tests, complete) = p.combine(root.pos, all, unstable)?;
+    Ok(Probe {
+        k,
+        tests,
+        complete,
+        seed,
+    })
+}
+
+/// A section's entries by test, each with where its name is.
+type Entries = BTreeMap<TestId, (ProbeCounts, Pos)>;
+
+/// The last member named `key` (JSON's later duplicate wins).
+fn get<'a>(ms: &'a [Member], key: &str) -> Option<&'a Node> {
+    ms.iter().rev().find(|m| m.key == key).map(|m| &m.value)
+}
+
+fn uint(n: &Node) -> Option<u64> {
+    match &n.val {
+        JVal::Num(x) => x.as_u64(),
+        _ => None,
     }
-    fn uint(n: &Node) -> Option<u64> {
-        match &n.val {
-            JVal::Num(x) => x.as_u64(),
-            _ => None,
-        }
+}
+
+/// Reading one probe JSON, its errors located in `file`.
+struct ProbeJson<'a> {
+    file: &'a str,
+}
+
+impl ProbeJson<'_> {
+    fn err(&self, p: Pos, msg: String) -> InputError {
+        InputError::new(Location::at(self.file, p.line, Some(p.col)), msg)
     }
-    let k_node = get(top, "k").ok_or_else(|| {
-        err(
-            root.pos,
-            "missing field \"k\": expected the number of probe runs".into(),
-        )
-    })?;
-    let k = match uint(k_node).and_then(|k| u32::try_from(k).ok()) {
-        Some(k) if k > 0 => k,
-        _ => {
-            return Err(err(
+
+    /// `"k"`: the number of runs, positive.
+    fn k(&self, root: &Node, top: &[Member]) -> Result<u32, InputError> {
+        let k_node = get(top, "k").ok_or_else(|| {
+            self.err(
+                root.pos,
+                "missing field \"k\": expected the number of probe runs".into(),
+            )
+        })?;
+        match uint(k_node).and_then(|k| u32::try_from(k).ok()) {
+            Some(k) if k > 0 => Ok(k),
+            _ => Err(self.err(
                 k_node.pos,
                 format!(
                     "expected \"k\" to be a positive integer (the number of probe runs), found {}",
                     show(&k_node.val)
                 ),
-            ))
+            )),
         }
-    };
-    let seed = match get(top, "seed") {
-        None => None,
-        Some(Node { val: JVal::Null, .. }) => None,
-        Some(n) => Some(uint(n).ok_or_else(|| {
-            err(
-                n.pos,
-                format!(
-                    "expected \"seed\" to be a non-negative integer or null, found {}",
-                    show(&n.val)
-                ),
-            )
-        })?),
-    };
+    }
 
-    // One entry: counts with their position.
-    let counts = |test: &str, n: &Node, body: &[Member]| -> Result<ProbeCounts, InputError> {
+    /// `"seed"`: absent, null or a non-negative integer.
+    fn seed(&self, top: &[Member]) -> Result<Option<u64>, InputError> {
+        match get(top, "seed") {
+            None => Ok(None),
+            Some(Node { val: JVal::Null, .. }) => Ok(None),
+            Some(n) => uint(n).map(Some).ok_or_else(|| {
+                self.err(
+                    n.pos,
+                    format!(
+                        "expected \"seed\" to be a non-negative integer or null, found {}",
+                        show(&n.val)
+                    ),
+                )
+            }),
+        }
+    }
+
+    /// One entry's counts (`n` is the entry, for where a missing count is reported).
+    fn counts(&self, test: &str, n: &Node, body: &[Member], k: u32) -> Result<ProbeCounts, InputError> {
         let num = |key: &str| -> Result<u32, InputError> {
             let v = get(body, key).ok_or_else(|| {
-                err(
+                self.err(
                     n.pos,
                     format!("entry for {test:?} is missing {key:?}: expected an integer"),
                 )
             })?;
             uint(v).and_then(|x| u32::try_from(x).ok()).ok_or_else(|| {
-                err(
+                self.err(
                     v.pos,
                     format!("expected {key:?} to be a non-negative integer, found {}", show(&v.val)),
                 )
@@ -185,24 +223,27 @@ pub fn parse_probe_json(file: &str, text: &str) -> Result<Probe, InputError> {
         let runs = num("runs")?;
         let at = get(body, "failures").map(|v| v.pos).unwrap_or(n.pos);
         if failures > runs {
-            return Err(err(
+            return Err(self.err(
                 at,
                 format!("{test:?}: failures ({failures}) is more than runs ({runs})"),
             ));
         }
         if runs > k {
             let at = get(body, "runs").map(|v| v.pos).unwrap_or(n.pos);
-            return Err(err(at, format!("{test:?}: runs ({runs}) is more than k ({k})")));
+            return Err(self.err(at, format!("{test:?}: runs ({runs}) is more than k ({k})")));
         }
         Ok(ProbeCounts { failures, runs })
-    };
-    let list = |name: &str, n: &Node| -> Result<Vec<(TestId, ProbeCounts, Pos)>, InputError> {
+    }
+
+    /// A section's entries: a list of `{"test", "failures", "runs"}`, or (for `"tests"`)
+    /// an object of node id → `{"failures", "runs"}`.
+    fn entries(&self, name: &str, n: &Node, k: u32) -> Result<Vec<(TestId, ProbeCounts, Pos)>, InputError> {
         let mut out = Vec::new();
         match &n.val {
             JVal::Arr(items) => {
                 for item in items {
                     let JVal::Obj(body) = &item.val else {
-                        return Err(err(
+                        return Err(self.err(
                             item.pos,
                             format!(
                                 "expected an entry {{\"test\", \"failures\", \"runs\"}} in {name:?}, found {}",
@@ -211,23 +252,23 @@ pub fn parse_probe_json(file: &str, text: &str) -> Result<Probe, InputError> {
                         ));
                     };
                     let t = get(body, "test")
-                        .ok_or_else(|| err(item.pos, format!("entry in {name:?} is missing \"test\"")))?;
+                        .ok_or_else(|| self.err(item.pos, format!("entry in {name:?} is missing \"test\"")))?;
                     let JVal::Str(test) = &t.val else {
-                        return Err(err(
+                        return Err(self.err(
                             t.pos,
                             format!("expected \"test\" to be a node id string, found {}", t.val.kind()),
                         ));
                     };
                     if test.is_empty() {
-                        return Err(err(t.pos, "\"test\" is empty: expected a node id".into()));
+                        return Err(self.err(t.pos, "\"test\" is empty: expected a node id".into()));
                     }
-                    out.push((TestId::new(test.clone()), counts(test, item, body)?, t.pos));
+                    out.push((TestId::new(test.clone()), self.counts(test, item, body, k)?, t.pos));
                 }
             }
             JVal::Obj(members) if name == "tests" => {
                 for m in members {
                     let JVal::Obj(body) = &m.value.val else {
-                        return Err(err(
+                        return Err(self.err(
                             m.value.pos,
                             format!(
                                 "expected {{\"failures\", \"runs\"}} for {:?}, found {}",
@@ -237,13 +278,17 @@ pub fn parse_probe_json(file: &str, text: &str) -> Result<Probe, InputError> {
                         ));
                     };
                     if m.key.is_empty() {
-                        return Err(err(m.key_pos, "empty test name: expected a node id".into()));
+                        return Err(self.err(m.key_pos, "empty test name: expected a node id".into()));
                     }
-                    out.push((TestId::new(m.key.clone()), counts(&m.key, &m.value, body)?, m.key_pos));
+                    out.push((
+                        TestId::new(m.key.clone()),
+                        self.counts(&m.key, &m.value, body, k)?,
+                        m.key_pos,
+                    ));
                 }
             }
             other => {
-                return Err(err(
+                return Err(self.err(
                     n.pos,
                     format!(
                         "expected {name:?} to be an array of {{\"test\", \"failures\", \"runs\"}}, found {}",
@@ -253,14 +298,14 @@ pub fn parse_probe_json(file: &str, text: &str) -> Result<Probe, InputError> {
             }
         }
         Ok(out)
-    };
-    let dedupe = |name: &str,
-                  entries: Vec<(TestId, ProbeCounts, Pos)>|
-     -> Result<BTreeMap<TestId, (ProbeCounts, Pos)>, InputError> {
-        let mut map: BTreeMap<TestId, (ProbeCounts, Pos)> = BTreeMap::new();
+    }
+
+    /// The entries by test; a test listed twice is an error at its second place.
+    fn dedupe(&self, name: &str, entries: Vec<(TestId, ProbeCounts, Pos)>) -> Result<Entries, InputError> {
+        let mut map = Entries::new();
         for (t, c, p) in entries {
             if let Some((_, first)) = map.get(&t) {
-                return Err(err(
+                return Err(self.err(
                     p,
                     format!("{t} appears twice in {name:?} (first at line {})", first.line),
                 ));
@@ -268,66 +313,53 @@ pub fn parse_probe_json(file: &str, text: &str) -> Result<Probe, InputError> {
             map.insert(t, (c, p));
         }
         Ok(map)
-    };
+    }
 
-    let unstable = match get(top, "unstable") {
-        Some(Node { val: JVal::Null, .. }) | None => None,
-        Some(n) => Some(dedupe("unstable", list("unstable", n)?)?),
-    };
-    let all = match get(top, "tests") {
-        Some(Node { val: JVal::Null, .. }) | None => None,
-        Some(n) => Some(dedupe("tests", list("tests", n)?)?),
-    };
-    let (tests, complete) = match (all, unstable) {
-        (None, None) => {
-            return Err(err(
-                root.pos,
-                "missing field \"unstable\": expected {\"k\": K, \"unstable\": [...]}".into(),
-            ))
-        }
-        // Entries with no runs say nothing about a test: it was not probed.
-        (None, Some(u)) => (
-            u.into_iter()
+    /// The probe's tests from its sections: every test when `"tests"` is given (and
+    /// `"unstable"` must agree with it), else only the unstable ones. Entries with no
+    /// runs say nothing about a test: it was not probed.
+    fn combine(
+        &self,
+        root: Pos,
+        all: Option<Entries>,
+        unstable: Option<Entries>,
+    ) -> Result<(BTreeMap<TestId, ProbeCounts>, bool), InputError> {
+        let probed = |entries: Entries| {
+            entries
+                .into_iter()
                 .filter(|(_, (c, _))| c.runs > 0)
                 .map(|(t, (c, _))| (t, c))
-                .collect(),
-            false,
-        ),
-        (Some(all), u) => {
-            for (t, (c, p)) in u.into_iter().flatten() {
-                match all.get(&t) {
-                    Some((a, _)) if *a == c => {}
-                    Some((a, _)) => {
-                        return Err(err(
-                            p,
-                            format!(
-                                "{t}: \"unstable\" says {}/{} but \"tests\" says {}/{}",
-                                c.failures, c.runs, a.failures, a.runs
-                            ),
-                        ))
+                .collect()
+        };
+        match (all, unstable) {
+            (None, None) => Err(self.err(
+                root,
+                "missing field \"unstable\": expected {\"k\": K, \"unstable\": [...]}".into(),
+            )),
+            (None, Some(u)) => Ok((probed(u), false)),
+            (Some(all), u) => {
+                for (t, (c, p)) in u.into_iter().flatten() {
+                    match all.get(&t) {
+                        Some((a, _)) if *a == c => {}
+                        Some((a, _)) => {
+                            return Err(self.err(
+                                p,
+                                format!(
+                                    "{t}: \"unstable\" says {}/{} but \"tests\" says {}/{}",
+                                    c.failures, c.runs, a.failures, a.runs
+                                ),
+                            ))
+                        }
+                        None => return Err(self.err(p, format!("{t} is in \"unstable\" but not in \"tests\""))),
                     }
-                    None => return Err(err(p, format!("{t} is in \"unstable\" but not in \"tests\""))),
                 }
+                Ok((probed(all), true))
             }
-            (
-                all.into_iter()
-                    .filter(|(_, (c, _))| c.runs > 0)
-                    .map(|(t, (c, _))| (t, c))
-                    .collect(),
-                true,
-            )
         }
-    };
-    Ok(Probe {
-        k,
-        tests,
-        complete,
-        seed,
-    })
+    }
 }
 
-fn show(v: &crate::gate::json_spans::JVal) -> String {
-    use crate::gate::json_spans::JVal;
+fn show(v: &JVal) -> String {
     match v {
         JVal::Num(n) => n.to_string(),
         JVal::Bool(b) => b.to_string(),
