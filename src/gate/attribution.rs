@@ -253,6 +253,8 @@ fn is_non_code_text(text: &str) -> bool {
     t.is_empty() || t.starts_with('#') || docstring || t.chars().all(|c| matches!(c, ')' | ']' | '}' | ',' | ':' | ';'))
 }
 
+/// One file of the patch, accounted for: decided from the change alone (no evidence
+/// needed, none possible, nothing executable), else measured line by line.
 #[allow(clippy::too_many_arguments)]
 fn account_file(
     fc: &FileChange,
@@ -265,15 +267,14 @@ fn account_file(
     source: Option<&SourceMap>,
     classify: &dyn Fn(&TestId) -> WitnessStatus,
 ) -> FileReport {
-    let changed_lines = fc.added_line_numbers();
-    let mut fr = FileReport {
+    let fr = FileReport {
         path: fc.path.clone(),
         old_path: fc.old_path.clone(),
         status: fc.status,
         evidence: FileEvidence::Measured,
         blind_reason: None,
         coverage_path,
-        changed_lines: changed_lines.clone(),
+        changed_lines: fc.added_line_numbers(),
         executable_changed_lines: Vec::new(),
         stable_lines: Vec::new(),
         uncovered_lines: Vec::new(),
@@ -283,37 +284,77 @@ fn account_file(
         lines: Vec::new(),
         deletions: Vec::new(),
     };
-    let code_deletion = |d: &Deletion| d.text.iter().any(|t| !is_non_code_text(t));
+    let (mut fr, cov) = match triage(fr, fc, cov, globs, have_coverage) {
+        Triage::Done(fr) => return fr,
+        Triage::Measure(fr, cov) => (fr, cov),
+    };
+    measure_added_lines(&mut fr, fc, cov, source, run_phase_only, classify);
+    measure_deletions(&mut fr, fc, cov, attribute_deletions, run_phase_only, classify);
+    fr.lines.sort_by_key(|l| l.line);
+    let code_deleted = fc.deletions.iter().any(is_code_deletion);
+    if fr.executable_changed_lines.is_empty() && !fr.deletions.iter().any(|d| d.attributed) && !code_deleted {
+        fr.evidence = FileEvidence::NoExecutableChange;
+    }
+    fr
+}
+
+/// Does a pure deletion remove code (not only blank, comment or docstring lines)?
+fn is_code_deletion(d: &Deletion) -> bool {
+    d.text.iter().any(|t| !is_non_code_text(t))
+}
+
+/// A file's deletions, each of nothing executable.
+fn not_executable_deletions(fc: &FileChange) -> Vec<DeletionReport> {
+    fc.deletions
+        .iter()
+        .map(|d| DeletionReport {
+            old_start: d.old_start,
+            old_count: d.old_count,
+            after: d.after,
+            attributed: false,
+            class: Some(LineClass::NotExecutable),
+        })
+        .collect()
+}
+
+/// What a file's change and the coverage make of it before its lines are read.
+enum Triage<'c> {
+    /// Accounted for from the change alone: no evidence needed, none can exist (blind),
+    /// or no executable change.
+    Done(FileReport),
+    /// To be measured in the file's coverage.
+    Measure(FileReport, &'c FileCoverage),
+}
+
+fn triage<'c>(
+    mut fr: FileReport,
+    fc: &FileChange,
+    cov: Option<&'c FileCoverage>,
+    globs: &PathGlobs,
+    have_coverage: bool,
+) -> Triage<'c> {
     // Test code is the evidence, not what needs it: the trust rules judge its changes.
     let test_code = is_test_file(&fc.path);
     let no_evidence = globs.is_match(&fc.path) && fc.old_path.as_deref().is_none_or(|p| globs.is_match(p));
-    // Lines that cannot be read exactly cannot be matched to evidence, nor judged by the
-    // trust rules (a test file): blind, unless the file needs no evidence whatever it says.
-    if let Some(why) = fc.unreadable.as_deref().filter(|_| !no_evidence) {
-        fr.evidence = FileEvidence::Blind;
-        fr.blind_reason = Some(why.to_string());
-        return fr;
-    }
-    if test_code || no_evidence {
-        fr.evidence = FileEvidence::NotNeeded;
-        fr.deletions = fc
-            .deletions
-            .iter()
-            .map(|d| DeletionReport {
-                old_start: d.old_start,
-                old_count: d.old_count,
-                after: d.after,
-                attributed: false,
-                class: Some(LineClass::NotExecutable),
-            })
-            .collect();
-        return fr;
-    }
     let blind = |mut fr: FileReport, why: &str| {
         fr.evidence = FileEvidence::Blind;
         fr.blind_reason = Some(why.to_string());
-        fr
+        Triage::Done(fr)
     };
+    let no_executable_change = |mut fr: FileReport| {
+        fr.evidence = FileEvidence::NoExecutableChange;
+        Triage::Done(fr)
+    };
+    // Lines that cannot be read exactly cannot be matched to evidence, nor judged by the
+    // trust rules (a test file): blind, unless the file needs no evidence whatever it says.
+    if let Some(why) = fc.unreadable.as_deref().filter(|_| !no_evidence) {
+        return blind(fr, why);
+    }
+    if test_code || no_evidence {
+        fr.evidence = FileEvidence::NotNeeded;
+        fr.deletions = not_executable_deletions(fc);
+        return Triage::Done(fr);
+    }
     if fc.binary {
         return blind(fr, "binary file: no test can witness it");
     }
@@ -324,33 +365,20 @@ fn account_file(
         );
     }
     if fc.status == FileStatus::Deleted {
-        if fc.deletions.iter().all(|d| !code_deletion(d)) && !fc.deletions.is_empty() {
-            fr.evidence = FileEvidence::NoExecutableChange;
-            return fr;
+        if fc.deletions.iter().all(|d| !is_code_deletion(d)) && !fc.deletions.is_empty() {
+            return no_executable_change(fr);
         }
         return blind(fr, "deleted file: no test on head can witness its removal");
     }
-    let code_added: Vec<_> = fc.added.iter().filter(|l| !is_non_code_text(&l.text)).collect();
-    let code_deleted = fc.deletions.iter().any(code_deletion);
+    let code_added = fc.added.iter().any(|l| !is_non_code_text(&l.text));
+    let code_deleted = fc.deletions.iter().any(is_code_deletion);
     if fc.added.is_empty() && !code_deleted {
-        fr.evidence = FileEvidence::NoExecutableChange;
-        fr.deletions = fc
-            .deletions
-            .iter()
-            .map(|d| DeletionReport {
-                old_start: d.old_start,
-                old_count: d.old_count,
-                after: d.after,
-                attributed: false,
-                class: Some(LineClass::NotExecutable),
-            })
-            .collect();
-        return fr;
+        fr.deletions = not_executable_deletions(fc);
+        return no_executable_change(fr);
     }
     let Some(cov) = cov else {
-        if code_added.is_empty() && !code_deleted {
-            fr.evidence = FileEvidence::NoExecutableChange;
-            return fr;
+        if !code_added && !code_deleted {
+            return no_executable_change(fr);
         }
         if !have_coverage {
             return blind(fr, "no coverage was given");
@@ -365,20 +393,27 @@ fn account_file(
         };
         return blind(fr, why);
     };
+    Triage::Measure(fr, cov)
+}
 
-    let witnesses_at = |line: u32| -> Vec<LineWitness> {
-        let Some(ws) = cov.witnesses.get(&line) else {
-            return Vec::new();
-        };
-        to_line_witnesses(ws, run_phase_only, classify)
-    };
-    let class_of = |ws: &[LineWitness]| {
-        if ws.iter().any(|w| w.status.is_stable()) {
-            LineClass::Stable
-        } else {
-            LineClass::FrozenOnly
-        }
-    };
+/// Stable when some witness is; else every witness is frozen or not stable.
+fn class_of_witnesses(ws: &[LineWitness]) -> LineClass {
+    if ws.iter().any(|w| w.status.is_stable()) {
+        LineClass::Stable
+    } else {
+        LineClass::FrozenOnly
+    }
+}
+
+/// Each added line: its class and witnesses, in the file's line lists.
+fn measure_added_lines(
+    fr: &mut FileReport,
+    fc: &FileChange,
+    cov: &FileCoverage,
+    source: Option<&SourceMap>,
+    run_phase_only: bool,
+    classify: &dyn Fn(&TestId) -> WitnessStatus,
+) {
     let mut bodies = BTreeMap::new();
     for al in &fc.added {
         let line = al.line;
@@ -401,6 +436,24 @@ fn account_file(
             witnesses: ws,
         });
     }
+}
+
+/// Each pure deletion: of nothing executable, listed only, or (`attribute_deletions`)
+/// witnessed by the witnesses of the lines directly above and below it.
+fn measure_deletions(
+    fr: &mut FileReport,
+    fc: &FileChange,
+    cov: &FileCoverage,
+    attribute_deletions: bool,
+    run_phase_only: bool,
+    classify: &dyn Fn(&TestId) -> WitnessStatus,
+) {
+    let witnesses_at = |line: u32| -> Vec<LineWitness> {
+        let Some(ws) = cov.witnesses.get(&line) else {
+            return Vec::new();
+        };
+        to_line_witnesses(ws, run_phase_only, classify)
+    };
     for d in &fc.deletions {
         let mut rep = DeletionReport {
             old_start: d.old_start,
@@ -409,7 +462,7 @@ fn account_file(
             attributed: false,
             class: None,
         };
-        if !code_deletion(d) {
+        if !is_code_deletion(d) {
             rep.class = Some(LineClass::NotExecutable);
         } else if attribute_deletions {
             rep.attributed = true;
@@ -430,24 +483,19 @@ fn account_file(
             rep.class = Some(if ws.is_empty() {
                 LineClass::Uncovered
             } else {
-                class_of(&ws)
+                class_of_witnesses(&ws)
             });
             // The neighbours' witnesses witness the deletion: record them as a line entry at `after`.
             if !ws.is_empty() && !fr.lines.iter().any(|l| l.line == d.after.max(1)) {
                 fr.lines.push(LineReport {
                     line: d.after.max(1),
-                    class: class_of(&ws),
+                    class: class_of_witnesses(&ws),
                     witnesses: ws,
                 });
             }
         }
         fr.deletions.push(rep);
     }
-    fr.lines.sort_by_key(|l| l.line);
-    if fr.executable_changed_lines.is_empty() && !fr.deletions.iter().any(|d| d.attributed) && !code_deleted {
-        fr.evidence = FileEvidence::NoExecutableChange;
-    }
-    fr
 }
 
 /// The lines of each changed file whose witnesses [`Attribution::of`] reads — the
