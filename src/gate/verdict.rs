@@ -20,7 +20,7 @@ use crate::gate::nodeid::TestId;
 use crate::gate::patch::Patch;
 use crate::gate::probe::{self, Probe, Stability};
 use crate::gate::report::*;
-use crate::gate::results::Outcome;
+use crate::gate::results::{Outcome, TestResults};
 use crate::gate::trust::checks;
 use crate::gate::trust::weakening::{tests_touched_by, weakenings};
 use crate::gate::trust::{evidence_config_changes, is_dependency_file};
@@ -325,62 +325,9 @@ impl<'a> Decision<'a> {
         let Some(res) = &ev.results else {
             return;
         };
+        self.results.given = true;
+        let (failing_stable, locs) = self.tally_head_tests(res);
         let results_report = &mut self.results;
-        results_report.given = true;
-        let mut failing_stable = Vec::new();
-        let mut locs = Vec::new();
-        for (test, r) in &res.tests {
-            match r.outcome {
-                Outcome::Passed => results_report.passed += 1,
-                Outcome::Failed => results_report.failed += 1,
-                Outcome::Error => results_report.errors += 1,
-                Outcome::Skipped => results_report.skipped += 1,
-                Outcome::XFailed => results_report.xfailed += 1,
-                Outcome::XPassed => results_report.xpassed += 1,
-            }
-            if r.reruns > 0 {
-                results_report.reran.push(RerunTest {
-                    test: test.clone(),
-                    reruns: r.reruns,
-                    outcome: r.outcome,
-                    source: r.source.clone(),
-                });
-            }
-            // An expected failure is still a failure: a test that passed in every base probe run
-            // and xfails on head broke, whatever mark the patch put on it.
-            let base_runs = ev
-                .probe
-                .as_ref()
-                .and_then(|p| p.tests.get(test))
-                .filter(|c| c.runs > 0 && c.failures == 0)
-                .map(|c| c.runs);
-            let masked = r.outcome == Outcome::XFailed && base_runs.is_some();
-            if r.outcome.is_failure() || masked {
-                let status = classify_test(test, self.ledger, ev.probe.as_ref(), Some(res), &self.unjoined);
-                let counts = status.is_stable();
-                if counts {
-                    failing_stable.push(test.clone());
-                    locs.push(Location::file(r.source.clone()));
-                }
-                let message = if masked {
-                    Some(format!(
-                        "xfailed on head, but passed in all {} base probe runs: an expected failure is still a failure{}",
-                        base_runs.unwrap_or(0),
-                        r.message.as_ref().map(|m| format!(" ({m})")).unwrap_or_default()
-                    ))
-                } else {
-                    r.message.clone()
-                };
-                results_report.failures.push(HeadFailure {
-                    test: test.to_string(),
-                    outcome: Some(r.outcome),
-                    status: Some(status),
-                    message,
-                    source: r.source.clone(),
-                    counts,
-                });
-            }
-        }
         for ce in &res.collection_errors {
             results_report.collection_errors += 1;
             results_report.failures.push(HeadFailure {
@@ -470,6 +417,69 @@ impl<'a> Decision<'a> {
                     .join("; ")
             ));
         }
+    }
+
+    /// Row 3's tally of the head's tests: the counts by outcome, the reruns, and each
+    /// failure (an xfail of a test that passed every base probe run among them), whether
+    /// it counts or not. Returns the failing stable tests and their records' places.
+    fn tally_head_tests(&mut self, res: &TestResults) -> (Vec<TestId>, Vec<Location>) {
+        let ev = self.ev;
+        let results_report = &mut self.results;
+        let mut failing_stable = Vec::new();
+        let mut locs = Vec::new();
+        for (test, r) in &res.tests {
+            match r.outcome {
+                Outcome::Passed => results_report.passed += 1,
+                Outcome::Failed => results_report.failed += 1,
+                Outcome::Error => results_report.errors += 1,
+                Outcome::Skipped => results_report.skipped += 1,
+                Outcome::XFailed => results_report.xfailed += 1,
+                Outcome::XPassed => results_report.xpassed += 1,
+            }
+            if r.reruns > 0 {
+                results_report.reran.push(RerunTest {
+                    test: test.clone(),
+                    reruns: r.reruns,
+                    outcome: r.outcome,
+                    source: r.source.clone(),
+                });
+            }
+            // An expected failure is still a failure: a test that passed in every base probe run
+            // and xfails on head broke, whatever mark the patch put on it.
+            let base_runs = ev
+                .probe
+                .as_ref()
+                .and_then(|p| p.tests.get(test))
+                .filter(|c| c.runs > 0 && c.failures == 0)
+                .map(|c| c.runs);
+            let masked = r.outcome == Outcome::XFailed && base_runs.is_some();
+            if r.outcome.is_failure() || masked {
+                let status = classify_test(test, self.ledger, ev.probe.as_ref(), Some(res), &self.unjoined);
+                let counts = status.is_stable();
+                if counts {
+                    failing_stable.push(test.clone());
+                    locs.push(Location::file(r.source.clone()));
+                }
+                let message = if masked {
+                    Some(format!(
+                        "xfailed on head, but passed in all {} base probe runs: an expected failure is still a failure{}",
+                        base_runs.unwrap_or(0),
+                        r.message.as_ref().map(|m| format!(" ({m})")).unwrap_or_default()
+                    ))
+                } else {
+                    r.message.clone()
+                };
+                results_report.failures.push(HeadFailure {
+                    test: test.to_string(),
+                    outcome: Some(r.outcome),
+                    status: Some(status),
+                    message,
+                    source: r.source.clone(),
+                    counts,
+                });
+            }
+        }
+        (failing_stable, locs)
     }
 
     /// Row 4 (INCONCLUSIVE), `expired`: a ledger entry is past its `expires`
