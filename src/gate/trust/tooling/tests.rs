@@ -111,6 +111,7 @@ fn plugins_on_the_command_line_and_as_entry_points() {
     assert!(distrust("docs/usage.md", &["run pytest -p tests.fakes"], &[]).is_empty());
 }
 
+// size: a table of cases, one per kind of dependency file and change; it reads best whole.
 #[test]
 fn dependency_files() {
     let tool = |path: &str, added: &[&str], removed: &[&str]| {
