@@ -47,8 +47,9 @@ impl std::fmt::Display for Verdict {
 /// (also its serialised form), [`verdict`](ReasonCode::verdict) and
 /// [`is_about_the_patchs_evidence`](ReasonCode::is_about_the_patchs_evidence); the caveat
 /// [`Signal`]s that key `policy.signals` (`gate::config::Signals`: their config keys, their
-/// parsing and its errors); and the codes table of `docs/evidence-record.md`, which a test
-/// checks against this one.
+/// parsing and its errors); and the docs' codes table (the one between the
+/// `reason-codes:begin`/`end` markers in README.md or docs/*.md, now
+/// `docs/evidence-record.md`), which a test checks against this one.
 ///
 /// A row: the variant and its one-line description (its doc comment), then
 /// - `code`: the code as the record and the config spell it (two rows may share one:

@@ -106,3 +106,111 @@ fn globs() {
         assert_eq!(g.is_match(p), m, "{p}");
     }
 }
+
+/// `policy.signals` in every shape YAML can give it: what parses (as the config
+/// serialises it again) and the errors of what does not, byte for byte — an unknown
+/// key's error lists the known ones in their order.
+#[test]
+fn signals_parse_and_fail_exactly_so() {
+    let cases = [
+        "policy:\n  signals:\n    weakend_test: off\n",
+        "policy:\n  signals:\n    weakened_test: off\n    weakened_test: caveat\n",
+        "policy:\n  signals:\n    weakened_test: ~\n    head_flaky: inconclusive\n    self_witness: off\n",
+        "policy:\n  signals: {no_results: caveat, failed: off}\n",
+        "policy:\n  signals:\n    0: off\n",
+        "policy:\n  signals: [off, caveat]\n",
+        "policy:\n  signals: [off, caveat, ~, ~, ~, ~, ~, inconclusive]\n",
+        "policy:\n  signals: [off, caveat, ~, ~, ~, ~, ~, ~, off]\n",
+        "policy:\n  signals: 3\n",
+        "policy:\n  signals: ~\n",
+        "policy:\n  signals: {}\n",
+    ];
+    let got: Vec<String> = cases
+        .iter()
+        .map(|text| match parse_config("c.yml", text) {
+            Ok(c) => format!("ok {}", serde_json::to_string(&c.policy.signals).unwrap()),
+            Err(e) => format!("error {e}"),
+        })
+        .collect();
+    let unknown = |key: &str, at: &str| {
+        format!("error c.yml:{at}: policy.signals: unknown field `{key}`, expected one of `weakened_test`, `self_witness`, `phase_only_witness`, `ledger_edited`, `blind_lines`, `some_frozen`, `no_results`, `head_flaky`")
+    };
+    let not_a_map =
+        |what: &str| format!("error c.yml:2:12: policy.signals: invalid type: {what}, expected struct Signals");
+    assert_eq!(
+        got,
+        [
+            unknown("weakend_test", "3:5"),
+            "error c.yml:3:5: policy.signals: duplicate field `weakened_test`".into(),
+            r#"ok {"self_witness":"off","head_flaky":"inconclusive"}"#.into(),
+            unknown("failed", "2:33"),
+            unknown("0", "3:5"),
+            not_a_map("sequence"),
+            not_a_map("sequence"),
+            not_a_map("sequence"),
+            not_a_map("integer `3`"),
+            not_a_map("unit value"),
+            "ok {}".into(),
+        ]
+    );
+    // JSON (a config is YAML, but the type reads JSON too): a list of levels in key order.
+    let json = [
+        r#"{"weakend_test": "off"}"#,
+        r#"{"weakened_test": null, "no_results": "off"}"#,
+        r#"["off", null, "inconclusive"]"#,
+        r#"["off", null, "inconclusive", null, null, null, null, "caveat"]"#,
+        r#"["off", null, "inconclusive", null, null, null, null, "caveat", "off"]"#,
+        r#"{"0": "off"}"#,
+        "7",
+    ];
+    let got: Vec<String> = json
+        .iter()
+        .map(|text| match serde_json::from_str::<Signals>(text) {
+            Ok(s) => format!("ok {}", serde_json::to_string(&s).unwrap()),
+            Err(e) => format!("error {e}"),
+        })
+        .collect();
+    let unknown = |key: &str, column: usize| {
+        format!("error unknown field `{key}`, expected one of `weakened_test`, `self_witness`, `phase_only_witness`, `ledger_edited`, `blind_lines`, `some_frozen`, `no_results`, `head_flaky` at line 1 column {column}")
+    };
+    assert_eq!(
+        got,
+        [
+            unknown("weakend_test", 15),
+            r#"ok {"no_results":"off"}"#.into(),
+            r#"ok {"weakened_test":"off","phase_only_witness":"inconclusive"}"#.into(),
+            r#"ok {"weakened_test":"off","phase_only_witness":"inconclusive","head_flaky":"caveat"}"#.into(),
+            "error trailing characters at line 1 column 65".into(),
+            unknown("0", 4),
+            "error invalid type: integer `7`, expected struct Signals at line 1 column 1".into(),
+        ]
+    );
+}
+
+/// A config serialises as it always has: the signals set, in their order, and nothing
+/// for the unset ones; and it reads back the same.
+#[test]
+fn a_config_round_trips() {
+    let c = parse_config(
+        "c.yml",
+        "policy:\n  signals:\n    head_flaky: off\n    no_results: inconclusive\n    blind_lines: caveat\n    weakened_test: inconclusive\n",
+    )
+    .unwrap();
+    let yaml = serde_yaml_ng::to_string(&c).unwrap();
+    let json = serde_json::to_string(&c).unwrap();
+    assert_eq!(
+        yaml,
+        "ledger: .github/flake-ledger.json\nevidence:\n  artifact: flakegate-evidence\n  workflows: []\n  timeout_minutes: 120\npolicy:\n  strict_lines: false\n  run_phase_only: false\n  attribute_deletions: false\n  caveat_conclusion: success\n  max_freeze_days: null\n  no_evidence_paths:\n  - '**/*.md'\n  - '**/*.rst'\n  - '**/*.txt'\n  - docs/**\n  - LICENSE*\n  - .github/**\n  expiry_warning_days: 7\n  signals:\n    weakened_test: inconclusive\n    blind_lines: caveat\n    no_results: inconclusive\n    head_flaky: off\nowners: {}\n"
+    );
+    assert_eq!(
+        json,
+        r#"{"ledger":".github/flake-ledger.json","evidence":{"artifact":"flakegate-evidence","workflows":[],"timeout_minutes":120},"policy":{"strict_lines":false,"run_phase_only":false,"attribute_deletions":false,"caveat_conclusion":"success","max_freeze_days":null,"no_evidence_paths":["**/*.md","**/*.rst","**/*.txt","docs/**","LICENSE*",".github/**"],"expiry_warning_days":7,"signals":{"weakened_test":"inconclusive","blind_lines":"caveat","no_results":"inconclusive","head_flaky":"off"}},"owners":{}}"#
+    );
+    assert_eq!(parse_config("c.yml", &yaml).unwrap(), c);
+    assert_eq!(serde_json::from_str::<Config>(&json).unwrap(), c);
+    let default = serde_yaml_ng::to_string(&Config::default()).unwrap();
+    assert!(
+        default.ends_with("  expiry_warning_days: 7\n  signals: {}\nowners: {}\n"),
+        "{default}"
+    );
+}
