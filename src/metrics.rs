@@ -89,6 +89,8 @@ pub struct JobGauges {
     pub failed: u64,
     pub running: u64,
     pub dead: u64,
+    /// Rows the flake history holds, all repositories together.
+    pub history_rows: u64,
 }
 
 /// A histogram with [`LATENCY_BUCKETS`].
@@ -229,6 +231,13 @@ impl Metrics {
             ] {
                 let _ = writeln!(out, "flakegate_jobs{{state=\"{state}\"}} {n}");
             }
+            family(
+                &mut out,
+                "flakegate_history_rows",
+                "gauge",
+                "Rows the flake history holds (per-day and per-sha counts, failures), all repositories.",
+            );
+            let _ = writeln!(out, "flakegate_history_rows {}", j.history_rows);
         }
         family(
             &mut out,

@@ -158,6 +158,51 @@ pub async fn evaluate<S: Sources>(
     config: &ConfigRead,
     judging: Judging,
 ) -> Result<Report, AssembleError<S::Error>> {
+    let history = judging.history.clone();
+    let (mut report, recording) = evaluate_deferred(src, config, judging).await?;
+    if let (Some(h), Some(r)) = (history, recording) {
+        record(&h, r, &mut report).await;
+    }
+    Ok(report)
+}
+
+/// What a judgement adds to the flake history, to be written with [`record`] once the caller
+/// has judged everything that reads the history (pull requests sharing one head must not read
+/// each other's copy of the same run).
+#[derive(Debug, Clone)]
+pub struct Pending {
+    pub run_key: String,
+    pub recording: crate::gate::history::Recording,
+}
+
+/// Write a judgement's observations into the history (once per run key); the report's notes
+/// say what was recorded, skipped or could not be written.
+pub async fn record(h: &HistoryAccess, pending: Pending, report: &mut Report) {
+    report.notes.extend(pending.recording.skipped);
+    if pending.recording.observations.is_empty() {
+        return;
+    }
+    match h
+        .store
+        .record_history(h.repo_id, &pending.run_key, &pending.recording.observations, h.now)
+        .await
+    {
+        Ok(Some(n)) => report
+            .notes
+            .push(format!("{n} observations added to the flake history")),
+        Ok(None) => {}
+        Err(e) => report.notes.push(format!(
+            "the flake history could not be written (nothing of this run was recorded): {e:#}"
+        )),
+    }
+}
+
+/// [`evaluate`], leaving what it would add to the history to the caller.
+pub async fn evaluate_deferred<S: Sources>(
+    src: &S,
+    config: &ConfigRead,
+    judging: Judging,
+) -> Result<(Report, Option<Pending>), AssembleError<S::Error>> {
     let config_ = &config.config;
     let mut inputs: Vec<InputDigest> = config.digest.iter().cloned().collect();
     let mut notes: Vec<String> = Vec::new();
@@ -259,7 +304,7 @@ pub async fn evaluate<S: Sources>(
         }
     }
     let record = history.as_ref().and_then(|h| h.record.clone());
-    let (mut report, recording) = off_the_runtime(move || {
+    let (report, recording) = off_the_runtime(move || {
         let input = GateInput {
             patch: &loaded.patch,
             ledger: &loaded.ledger,
@@ -278,25 +323,10 @@ pub async fn evaluate<S: Sources>(
         (report, recording)
     })
     .await;
-    if let (Some(h), Some((key, recording))) = (&history, recording) {
-        report.notes.extend(recording.skipped);
-        if !recording.observations.is_empty() {
-            match h
-                .store
-                .record_history(h.repo_id, &key, &recording.observations, h.now)
-                .await
-            {
-                Ok(Some(n)) => report
-                    .notes
-                    .push(format!("{n} observations added to the flake history")),
-                Ok(None) => {}
-                Err(e) => report.notes.push(format!(
-                    "the flake history could not be written (nothing of this run was recorded): {e:#}"
-                )),
-            }
-        }
-    }
-    Ok(report)
+    Ok((
+        report,
+        recording.map(|(run_key, recording)| Pending { run_key, recording }),
+    ))
 }
 
 /// What the pipeline read, before the verdict.

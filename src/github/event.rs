@@ -90,6 +90,10 @@ pub struct WorkflowRunEvent {
 pub struct WorkflowRun {
     pub id: u64,
     pub head_sha: String,
+    /// Which attempt of the run this is (1, then 2… for each re-run): every attempt's
+    /// outcomes join the flake history.
+    #[serde(default)]
+    pub run_attempt: Option<u32>,
     /// The workflow file, e.g. `.github/workflows/flakegate-evidence.yml`.
     #[serde(default)]
     pub path: Option<String>,

@@ -120,7 +120,12 @@ async fn healthz(State(state): State<AppState>) -> Response {
 /// The exposition, with the job gauges read from the store now (left out, and counted in
 /// `flakegate_store_errors_total`, when the store cannot be read).
 async fn metrics(State(state): State<AppState>) -> Response {
-    let jobs = match state.store.job_gauges().await {
+    let gauges = async {
+        let mut g = state.store.job_gauges().await?;
+        g.history_rows = state.store.history_size().await?;
+        anyhow::Ok(g)
+    };
+    let jobs = match gauges.await {
         Ok(g) => Some(g),
         Err(e) => {
             tracing::error!("metrics: counting jobs failed: {e:#}");

@@ -8,9 +8,10 @@
 use super::dispatch::Target;
 use super::failure::{content, user, Failure, Fatal};
 use super::Worker;
-use crate::evidence::assemble::{self, AssembleError, ConfigRead, Judging, Named, Sources};
+use crate::evidence::assemble::{self, AssembleError, ConfigRead, HistoryAccess, Judging, Named, Sources};
 use crate::evidence::{artifact_relative, evidence_root, EvidenceSources};
 use crate::gate::config::{Config, CONFIG_PATH};
+use crate::gate::history::RecordContext;
 use crate::gate::Report;
 use crate::github::{Artifact, CommitSha, GithubError, PatchSource, PullNumber};
 use anyhow::Context as _;
@@ -29,6 +30,17 @@ pub(super) struct PrRef {
     pub(super) number: u64,
     pub(super) base_sha: String,
     pub(super) base_ref: String,
+    /// Its head is in another repository (or a deleted one): its runs may show a test
+    /// unstable in the flake history, never stable.
+    pub(super) fork: bool,
+}
+
+/// The evidence run being judged: its id, and its attempt when the event said (a
+/// re-evaluation does not: it reads the history and records nothing).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RunRef {
+    pub(super) id: u64,
+    pub(super) attempt: Option<u32>,
 }
 
 /// What judging one pull request with a workflow run gave.
@@ -207,10 +219,12 @@ impl Worker {
         head: &str,
         base_sha: &str,
         patch_of: PatchOf,
-        run_id: u64,
+        run: RunRef,
         workflow_path: &str,
         config: ConfigRead,
+        pr: Option<&PrRef>,
     ) -> Result<Option<(Report, Config)>, Failure> {
+        let run_id = run.id;
         let base = CommitSha::from(base_sha);
         let head_sha = CommitSha::from(head);
 
@@ -261,7 +275,7 @@ impl Worker {
             base_sha: Some(base_sha.to_owned()),
             head_sha: Some(head.to_owned()),
             workflow: (!workflow_path.is_empty()).then(|| workflow_path.to_owned()),
-            history: None,
+            history: self.history_access(t, run, pr),
         };
         let mut report = assemble::evaluate(&files, &config, judging)
             .await
@@ -274,6 +288,32 @@ impl Worker {
             artifact_relative(&mut report, extracted, name);
         }
         Ok(Some((report, config.config)))
+    }
+
+    /// The repository's flake history: read for every judgement, added to once per run attempt
+    /// (keyed by the repository's id, so a rename keeps it). Without the repository's id
+    /// there is no history.
+    fn history_access(&self, t: &Target, run: RunRef, pr: Option<&PrRef>) -> Option<HistoryAccess> {
+        let repo_id = i64::try_from(t.repo_id?).ok()?;
+        let now = self.now();
+        let record = run.attempt.map(|attempt| {
+            (
+                format!("run:{}:{attempt}", run.id),
+                RecordContext {
+                    pr: pr.map(|p| p.number),
+                    run_id: Some(run.id),
+                    attempt: Some(attempt),
+                    date: now.date_naive(),
+                    fork: pr.is_some_and(|p| p.fork),
+                },
+            )
+        });
+        Some(HistoryAccess {
+            store: (*self.store).clone(),
+            repo_id,
+            now,
+            record,
+        })
     }
 
     fn scratch(&self) -> Result<Scratch, Failure> {

@@ -9,6 +9,7 @@ mod deploy;
 mod end_to_end;
 mod expired_freezes;
 mod github_client;
+mod history;
 mod history_store;
 #[path = "../common/hostile.rs"]
 mod hostile;

@@ -766,7 +766,8 @@ async fn job_gauges(db: &Db) {
             queued: 1,
             failed: 1,
             running: 1,
-            dead: 1
+            dead: 1,
+            history_rows: 0,
         }
     );
 }

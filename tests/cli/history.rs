@@ -156,6 +156,28 @@ fn a_failure_in_one_pull_requests_probe_makes_the_test_unstable_for_the_next_on_
         (Some(1), Some(11))
     );
 
+    // The markdown people read (the check run's summary) says it too.
+    let md = flakegate(
+        &[
+            "check",
+            ev,
+            "--format",
+            "markdown",
+            "--probe",
+            p2.to_str().unwrap(),
+            "--history",
+            db,
+        ],
+        None,
+    );
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(md.contains("### Flake history"), "{md}");
+    let line = md
+        .lines()
+        .find(|l| l.contains("test_total") && l.contains("failed 1 of 11 runs"))
+        .unwrap_or_else(|| panic!("a history line for the witness: {md}"));
+    assert!(line.contains("(last: #1, probe on "), "{line}");
+
     // `history show` and `history unstable` say the same.
     let shown = Command::new(env!("CARGO_BIN_EXE_flakegate"))
         .args([

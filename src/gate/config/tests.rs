@@ -133,7 +133,7 @@ fn signals_parse_and_fail_exactly_so() {
         })
         .collect();
     let unknown = |key: &str, at: &str| {
-        format!("error c.yml:{at}: policy.signals: unknown field `{key}`, expected one of `weakened_test`, `self_witness`, `phase_only_witness`, `ledger_edited`, `blind_lines`, `some_frozen`, `no_results`, `head_flaky`")
+        format!("error c.yml:{at}: policy.signals: unknown field `{key}`, expected one of `weakened_test`, `self_witness`, `phase_only_witness`, `ledger_edited`, `blind_lines`, `some_frozen`, `no_results`, `head_flaky`, `flaky_unchanged`")
     };
     let not_a_map =
         |what: &str| format!("error c.yml:2:12: policy.signals: invalid type: {what}, expected struct Signals");

@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The recovery rule, as the report and the docs state it.
-pub const RECOVERY: &str = "a test seen unstable stays unstable until it passes `history.recovery_runs` runs in a row after its last failure (none of them failing)";
+pub const RECOVERY: &str =
+    "a test seen unstable stays unstable until it passes history.recovery_runs runs in a row after its last failure";
 
 /// `history` in `.github/flakegate.yml`: how long observations count, and the recovery rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]

@@ -8,6 +8,7 @@ use crate::present::check_run;
 use crate::store::EvidenceRun;
 use crate::worker::dispatch::Target;
 use crate::worker::failure::{store_err, Failure};
+use crate::worker::judge::RunRef;
 use crate::worker::Worker;
 
 impl Worker {
@@ -25,8 +26,18 @@ impl Worker {
         }
         match self.evidence_run(t, head).await? {
             Some(run) => {
-                self.judge_head(t, head, run.run_id, &run.workflow_path, &[], true)
-                    .await
+                self.judge_head(
+                    t,
+                    head,
+                    RunRef {
+                        id: run.run_id,
+                        attempt: None,
+                    },
+                    &run.workflow_path,
+                    &[],
+                    true,
+                )
+                .await
             }
             // Nothing to judge. Not queued (that could wait forever): a later run overwrites this.
             None => {

@@ -14,7 +14,7 @@ use crate::present::check_run;
 use crate::store::EvidenceRun;
 use crate::worker::dispatch::Target;
 use crate::worker::failure::{internal, store_err, Failure};
-use crate::worker::judge::{settle, workflow_matches, PatchOf, MERGE_GROUP};
+use crate::worker::judge::{settle, workflow_matches, PatchOf, RunRef, MERGE_GROUP};
 use crate::worker::Worker;
 use anyhow::anyhow;
 
@@ -206,9 +206,13 @@ impl Worker {
                         head,
                         &group.base_sha,
                         PatchOf::Compare,
-                        run_id,
+                        RunRef {
+                            id: run_id,
+                            attempt: None,
+                        },
                         workflow_path,
                         config,
+                        None,
                     )
                     .await;
                 match settle(judged)? {

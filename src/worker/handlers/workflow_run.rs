@@ -10,7 +10,7 @@ use crate::github::{CommitSha, GithubError, PullNumber, PullRequest};
 use crate::store::EvidenceRun;
 use crate::worker::dispatch::Target;
 use crate::worker::failure::{store_err, Failure};
-use crate::worker::judge::{settle, Judged, PatchOf, PrRef, MERGE_GROUP};
+use crate::worker::judge::{settle, Judged, PatchOf, PrRef, RunRef, MERGE_GROUP};
 use crate::worker::Worker;
 use std::collections::BTreeSet;
 
@@ -35,31 +35,45 @@ impl Worker {
             .collect();
         // GitHub lists no pull requests for a fork's run: ask which have this head.
         let ask_commit = listed.is_empty();
-        self.judge_head(t, head, run.id, run.path.as_deref().unwrap_or(""), &listed, ask_commit)
+        let run_ref = RunRef {
+            id: run.id,
+            attempt: Some(run.run_attempt.unwrap_or(1)),
+        };
+        self.judge_head(t, head, run_ref, run.path.as_deref().unwrap_or(""), &listed, ask_commit)
             .await
     }
 
     /// Judge every open pull request at `head` — those `listed`, those judged here before,
     /// and (`ask_commit`) those GitHub associates with the commit — with workflow run
-    /// `run_id`, then publish the head's one check run (the worst verdict) and a comment
-    /// on each pull request about that pull request.
+    /// `run`, then publish the head's one check run (the worst verdict) and a comment
+    /// on each pull request about that pull request. The run's attempt joins the flake
+    /// history once, after every pull request read it (the last one judged records it).
     pub(in crate::worker) async fn judge_head(
         &self,
         t: &Target,
         head: &str,
-        run_id: u64,
+        run: RunRef,
         workflow_path: &str,
         listed: &[u64],
         ask_commit: bool,
     ) -> Result<(), Failure> {
         let prs = self.open_pulls_at(t, head, listed, ask_commit).await?;
         if prs.is_empty() {
-            tracing::info!(run_id, "no open pull request has this run's head; nothing to judge");
+            tracing::info!(
+                run_id = run.id,
+                "no open pull request has this run's head; nothing to judge"
+            );
             return Ok(());
         }
+        let run_id = run.id;
         let mut judged = Vec::new();
-        for pr in prs {
-            match self.judge_pr(t, head, &pr, run_id, workflow_path).await? {
+        let n = prs.len();
+        for (i, pr) in prs.into_iter().enumerate() {
+            let run = RunRef {
+                id: run.id,
+                attempt: run.attempt.filter(|_| i + 1 == n),
+            };
+            match self.judge_pr(t, head, &pr, run, workflow_path).await? {
                 Judged::NotEvidence => {}
                 j => judged.push((pr, j)),
             }
@@ -129,6 +143,7 @@ impl Worker {
         let mut prs = Vec::new();
         for pr in found {
             let ours = pr.base.repo.as_ref().is_none_or(|r| r.full_name == repo);
+            let fork = pr.head.repo.as_ref().is_none_or(|r| r.full_name != repo);
             let n = pr.number.0;
             if pr.state == "open" && pr.head.sha.as_str() == head && ours {
                 // GitHub's word on the current head: queued work for older heads is moot.
@@ -137,6 +152,7 @@ impl Worker {
                     number: n,
                     base_sha: pr.base.sha.0,
                     base_ref: pr.base.ref_name,
+                    fork,
                 });
             } else {
                 tracing::info!(pull_request = n, state = %pr.state, "not an open pull request at this head");
@@ -155,7 +171,7 @@ impl Worker {
         t: &Target,
         head: &str,
         pr: &PrRef,
-        run_id: u64,
+        run: RunRef,
         workflow_path: &str,
     ) -> Result<Judged, Failure> {
         let base = CommitSha::from(pr.base_sha.as_str());
@@ -166,7 +182,7 @@ impl Worker {
         let patch_of = PatchOf::Pull(PullNumber(pr.number));
         Ok(
             match settle(
-                self.evaluate_at(t, head, &pr.base_sha, patch_of, run_id, workflow_path, config)
+                self.evaluate_at(t, head, &pr.base_sha, patch_of, run, workflow_path, config, Some(pr))
                     .await,
             )? {
                 Ok(Some((report, config))) => {

@@ -98,6 +98,8 @@ pub struct PullState {
     pub too_large: bool,
     pub state: String,
     pub base_ref: String,
+    /// The head is in a fork (another repository).
+    pub fork: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -241,8 +243,16 @@ impl FakeRepo {
                 too_large,
                 state: "open".to_owned(),
                 base_ref,
+                fork: false,
             },
         );
+    }
+
+    /// Pull request `number`'s head is in a fork: another repository, `fork-owner/…`.
+    pub fn set_fork(&self, number: u64) {
+        if let Some(p) = self.st().pulls.get_mut(&number) {
+            p.fork = true;
+        }
     }
 
     /// Pull request `number`'s diff (diff media type) is these bytes, which need not be UTF-8
@@ -853,7 +863,11 @@ impl FakeRepo {
             "title": format!("Pull request {}", p.number),
             "html_url": format!("https://github.com/{}/pull/{}", self.full_name(), p.number),
             "user": { "login": "octocat", "type": "User" },
-            "head": { "sha": p.head_sha, "ref": format!("feature-{}", p.number), "repo": self.repo_json() },
+            "head": { "sha": p.head_sha, "ref": format!("feature-{}", p.number), "repo": if p.fork {
+                json!({"id": 999_999, "full_name": "fork-owner/fork", "name": "fork"})
+            } else {
+                self.repo_json()
+            } },
             "base": { "sha": p.base_sha, "ref": p.base_ref, "repo": self.repo_json() },
         })
     }
