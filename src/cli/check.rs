@@ -61,7 +61,10 @@ pub struct CheckArgs {
 
 /// `flakegate check`: returns the exit status (0 PASS / PASS_WITH_CAVEAT, 1 FAIL / INCONCLUSIVE).
 pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
-    let report = judge(&args)?;
+    let (report, recorded) = judge(&args)?;
+    for line in recorded {
+        eprintln!("flakegate: flake history: {line}");
+    }
 
     let format = args.format.unwrap_or(if std::io::stdout().is_terminal() {
         Format::Text
@@ -76,7 +79,8 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
 }
 
 /// The one pipeline over the command line's files (and its history, when given).
-pub(super) fn judge(args: &CheckArgs) -> anyhow::Result<crate::gate::Report> {
+/// Returns the report and what was added to the history (`--record`), one line each.
+pub(super) fn judge(args: &CheckArgs) -> anyhow::Result<(crate::gate::Report, Vec<String>)> {
     let today = args.today.unwrap_or_else(super::today_utc);
     let src = CommandLine { args };
     // The git reader never awaits anything: a current-thread runtime drives the pipeline (and
@@ -105,9 +109,14 @@ pub(super) fn judge(args: &CheckArgs) -> anyhow::Result<crate::gate::Report> {
                 base_sha,
                 head_sha,
                 workflow: args.workflow.clone(),
-                history,
+                history: history.clone(),
             };
-            assemble::evaluate(&src, &config, judging).await
+            let (report, pending) = assemble::evaluate_deferred(&src, &config, judging).await?;
+            let said = match (history, pending) {
+                (Some(h), Some(p)) => assemble::record(&h, p).await,
+                _ => Vec::new(),
+            };
+            Ok((report, said))
         })
         .map_err(|e| match e {
             AssembleError::Source(e) => e,

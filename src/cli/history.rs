@@ -7,6 +7,7 @@ use super::unusable;
 use crate::gate::history::{Stabilities, RECOVERY};
 use crate::gate::probe::Stability;
 use crate::gate::TestId;
+use crate::store::HistoryQuery;
 use anyhow::Context as _;
 use chrono::NaiveDate;
 use std::path::PathBuf;
@@ -51,12 +52,7 @@ pub fn run(cmd: HistoryCmd) -> anyhow::Result<i32> {
                 return Err(unusable("history record needs --history FILE"));
             };
             args.history.record = true;
-            let report = super::check::judge(&args)?;
-            let added: Vec<&String> = report
-                .notes
-                .iter()
-                .filter(|n| n.contains("flake history") || n.starts_with("nothing recorded") || n.starts_with("head "))
-                .collect();
+            let (report, added) = super::check::judge(&args)?;
             println!(
                 "{}: {}",
                 args.dir
@@ -65,7 +61,7 @@ pub fn run(cmd: HistoryCmd) -> anyhow::Result<i32> {
                 report.verdict.as_str()
             );
             if added.is_empty() {
-                println!("  nothing new recorded (this run was recorded before, or showed no test outcome)");
+                println!("  nothing recorded: no test outcome in this evidence");
             }
             for n in added {
                 println!("  {n}");
@@ -100,11 +96,14 @@ fn show(test: &str, file: &FileArgs) -> anyhow::Result<i32> {
         store
             .history_for(
                 LOCAL_REPO_ID,
-                std::slice::from_ref(&id),
-                None,
-                None,
-                now_of(file),
-                &policy,
+                &HistoryQuery {
+                    tests: std::slice::from_ref(&id),
+                    base_sha: None,
+                    head_sha: None,
+                    now: now_of(file),
+                    policy,
+                    exclude: None,
+                },
             )
             .await
     })?;
@@ -145,7 +144,17 @@ fn unstable(file: &FileArgs) -> anyhow::Result<i32> {
             .history_unstable_tests(LOCAL_REPO_ID, now, policy.window_days)
             .await?;
         let h = store
-            .history_for(LOCAL_REPO_ID, &tests, None, None, now, &policy)
+            .history_for(
+                LOCAL_REPO_ID,
+                &HistoryQuery {
+                    tests: &tests,
+                    base_sha: None,
+                    head_sha: None,
+                    now,
+                    policy,
+                    exclude: None,
+                },
+            )
             .await?;
         anyhow::Ok((tests, h))
     })?;

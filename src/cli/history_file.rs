@@ -76,6 +76,7 @@ pub(super) async fn access(
         repo_id: LOCAL_REPO_ID,
         now,
         record,
+        exclude: None,
     })
 }
 

@@ -149,6 +149,9 @@ pub struct HistoryAccess {
     pub now: chrono::DateTime<chrono::Utc>,
     /// The run key (each run attempt is recorded once) and where the observations come from.
     pub record: Option<(String, crate::gate::history::RecordContext)>,
+    /// The run key of the run being judged when it may be recorded already (a retry, a
+    /// re-evaluation): the history is read without its own observations.
+    pub exclude: Option<String>,
 }
 
 /// The rest of the pipeline: patch → base ledger → evidence → head ledger →
@@ -159,9 +162,9 @@ pub async fn evaluate<S: Sources>(
     judging: Judging,
 ) -> Result<Report, AssembleError<S::Error>> {
     let history = judging.history.clone();
-    let (mut report, recording) = evaluate_deferred(src, config, judging).await?;
+    let (report, recording) = evaluate_deferred(src, config, judging).await?;
     if let (Some(h), Some(r)) = (history, recording) {
-        record(&h, r, &mut report).await;
+        record(&h, r).await;
     }
     Ok(report)
 }
@@ -175,26 +178,28 @@ pub struct Pending {
     pub recording: crate::gate::history::Recording,
 }
 
-/// Write a judgement's observations into the history (once per run key); the report's notes
-/// say what was recorded, skipped or could not be written.
-pub async fn record(h: &HistoryAccess, pending: Pending, report: &mut Report) {
-    report.notes.extend(pending.recording.skipped);
-    if pending.recording.observations.is_empty() {
-        return;
+/// Write a judgement's observations into the history (once per run key). Returns what was
+/// done, one line each (also logged; the report does not carry it, so that judging the same
+/// run again gives the same record).
+pub async fn record(h: &HistoryAccess, pending: Pending) -> Vec<String> {
+    let mut said = pending.recording.skipped;
+    if !pending.recording.observations.is_empty() {
+        match h
+            .store
+            .record_history(h.repo_id, &pending.run_key, &pending.recording.observations, h.now)
+            .await
+        {
+            Ok(Some(n)) => said.push(format!("{n} observations added to the flake history")),
+            Ok(None) => said.push(format!("run {} was recorded before: nothing added", pending.run_key)),
+            Err(e) => said.push(format!(
+                "the flake history could not be written (nothing of this run was recorded): {e:#}"
+            )),
+        }
     }
-    match h
-        .store
-        .record_history(h.repo_id, &pending.run_key, &pending.recording.observations, h.now)
-        .await
-    {
-        Ok(Some(n)) => report
-            .notes
-            .push(format!("{n} observations added to the flake history")),
-        Ok(None) => {}
-        Err(e) => report.notes.push(format!(
-            "the flake history could not be written (nothing of this run was recorded): {e:#}"
-        )),
+    for line in &said {
+        tracing::info!(run_key = %pending.run_key, "flake history: {line}");
     }
+    said
 }
 
 /// [`evaluate`], leaving what it would add to the history to the caller.
@@ -284,18 +289,16 @@ pub async fn evaluate_deferred<S: Sources>(
         let head = head_sha
             .clone()
             .or_else(|| ev.meta.as_ref().and_then(|m| m.head_sha.clone()));
-        match h
-            .store
-            .history_for(
-                h.repo_id,
-                &tests,
-                base.as_deref(),
-                head.as_deref(),
-                h.now,
-                &loaded.config.history,
-            )
-            .await
-        {
+        let exclude = h.exclude.clone().or_else(|| h.record.as_ref().map(|(k, _)| k.clone()));
+        let query = crate::store::HistoryQuery {
+            tests: &tests,
+            base_sha: base.as_deref(),
+            head_sha: head.as_deref(),
+            now: h.now,
+            policy: loaded.config.history,
+            exclude: exclude.as_deref(),
+        };
+        match h.store.history_for(h.repo_id, &query).await {
             Ok(found) => loaded.evidence.history = Some(found),
             // Without its history the verdict is today's (this probe alone) and says so.
             Err(e) => loaded.notes.push(format!(

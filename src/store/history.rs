@@ -14,6 +14,43 @@ use chrono::{DateTime, NaiveDate, Utc};
 
 pub(super) const DAY_MS: i64 = 86_400_000;
 
+/// What a judgement asks of the history.
+#[derive(Debug, Clone, Copy)]
+pub struct HistoryQuery<'a> {
+    pub tests: &'a [crate::gate::TestId],
+    pub base_sha: Option<&'a str>,
+    pub head_sha: Option<&'a str>,
+    pub now: DateTime<Utc>,
+    pub policy: crate::gate::history::HistoryPolicy,
+    /// The run key of the run being judged, when it may already be recorded: its own
+    /// observations are left out (a retry or a re-evaluation judges as the first judgement did).
+    pub exclude: Option<&'a str>,
+}
+
+/// Take a run's own observations of `test` out of what the store counted.
+pub(super) fn subtract(
+    th: &mut crate::gate::history::TestHistory,
+    test: &crate::gate::TestId,
+    own: &[Observation],
+    base_sha: Option<&str>,
+    head_sha: Option<&str>,
+) {
+    for o in own.iter().filter(|o| &o.test == test) {
+        let (p, f) = (u64::from(o.passes), u64::from(o.failures));
+        th.runs = th.runs.saturating_sub(p + f);
+        th.failures = th.failures.saturating_sub(f);
+        if f == 0 {
+            th.passes_since_failure = th.passes_since_failure.saturating_sub(p);
+        }
+        if Some(o.source.sha.as_str()) == base_sha {
+            th.on_base = (th.on_base.0.saturating_sub(p), th.on_base.1.saturating_sub(f));
+        }
+        if Some(o.source.sha.as_str()) == head_sha {
+            th.on_head = (th.on_head.0.saturating_sub(p), th.on_head.1.saturating_sub(f));
+        }
+    }
+}
+
 /// One failure row as read back.
 pub(super) type FailureRow = (String, String, Option<i64>, Option<i64>, Option<i64>, i64);
 
@@ -57,8 +94,15 @@ pub(super) mod sql {
     pub const SET_NAME: &str = "INSERT INTO history_repositories (repo_id, name) VALUES ($1, $2) \
                                 ON CONFLICT (repo_id) DO UPDATE SET name = excluded.name";
     /// Each run (attempt) is recorded once, however many pull requests share its head.
-    pub const MARK_RECORDED: &str = "INSERT INTO history_recorded (repo_id, run_key, at) VALUES ($1, $2, $3) ON \
-                                     CONFLICT (repo_id, run_key) DO NOTHING";
+    /// The run's observations are kept with it, so a later judgement of the same run (a retry,
+    /// a re-evaluation) reads the history without its own copy.
+    pub const MARK_RECORDED: &str =
+        "INSERT INTO history_recorded (repo_id, run_key, run_id, attempt, observations, at) \
+                                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (repo_id, run_key) DO NOTHING";
+    pub const RECORDED: &str = "SELECT observations FROM history_recorded WHERE repo_id = $1 AND run_key = $2";
+    /// The latest recorded attempt of a run (what a re-evaluation judges again).
+    pub const LATEST_KEY: &str = "SELECT run_key FROM history_recorded WHERE repo_id = $1 AND run_id = $2 ORDER BY \
+                                  attempt DESC LIMIT 1";
     pub const ADD_DAY: &str =
         "INSERT INTO history_days (repo_id, test, day, passes, failures) VALUES ($1, $2, $3, $4, \
                                $5) ON CONFLICT (repo_id, test, day) DO UPDATE SET passes = history_days.passes + \
@@ -74,7 +118,7 @@ pub(super) mod sql {
                                history_sha.passes + excluded.passes, failures = history_sha.failures + \
                                excluded.failures, last_at = excluded.last_at";
     pub const ADD_FAILURE: &str = "INSERT INTO history_failures (repo_id, test, sha, kind, pr, run_id, attempt, \
-                                   failures, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+                                   failures, at, run_key) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
     pub const STREAK: &str = "INSERT INTO history_streak (repo_id, test, passes) VALUES ($1, $2, $3) ON CONFLICT \
                               (repo_id, test) DO UPDATE SET passes = CASE WHEN $4 THEN 0 ELSE history_streak.passes + \
                               excluded.passes END";
@@ -86,14 +130,15 @@ pub(super) mod sql {
                               AND last_at >= $4";
     pub const LAST_FAILURE: &str =
         "SELECT sha, kind, pr, run_id, attempt, at FROM history_failures WHERE repo_id = $1 \
-                                    AND test = $2 AND at >= $3 ORDER BY at DESC, id DESC LIMIT 1";
+                                    AND test = $2 AND at >= $3 AND run_key <> $4 ORDER BY at DESC, id DESC LIMIT 1";
     pub const FAILURE_ON_SHA: &str = "SELECT sha, kind, pr, run_id, attempt, at FROM history_failures WHERE repo_id = \
-                                      $1 AND test = $2 AND sha = $3 AND at >= $4 ORDER BY at DESC, id DESC LIMIT 1";
+                                      $1 AND test = $2 AND sha = $3 AND at >= $4 AND run_key <> $5 ORDER BY at DESC, id DESC \
+                                      LIMIT 1";
     /// The latest failure on a sha where the test also passed.
     pub const UNSTABLE_ON: &str = "SELECT f.sha, f.kind, f.pr, f.run_id, f.attempt, f.at FROM history_failures f JOIN \
                                    history_sha s ON s.repo_id = f.repo_id AND s.test = f.test AND s.sha = f.sha WHERE \
-                                   f.repo_id = $1 AND f.test = $2 AND f.at >= $3 AND s.passes > 0 ORDER BY f.at DESC, \
-                                   f.id DESC LIMIT 1";
+                                   f.repo_id = $1 AND f.test = $2 AND f.at >= $3 AND s.passes > 0 AND f.run_key <> $4 \
+                                   ORDER BY f.at DESC, f.id DESC LIMIT 1";
     pub const STREAK_OF: &str = "SELECT passes FROM history_streak WHERE repo_id = $1 AND test = $2";
     /// Tests with a failure on a sha where they also passed, within the window.
     pub const UNSTABLE_TESTS: &str =
@@ -165,9 +210,13 @@ macro_rules! common_history_methods {
                 check(o)?;
             }
             let mut tx = self.pool.begin().await.context("recording history")?;
+            let first = observations.first().map(|o| &o.source);
             let fresh = sqlx::query::<Db>(sql::MARK_RECORDED)
                 .bind(repo_id)
                 .bind(run_key)
+                .bind(first.and_then(|s| s.run_id).map(|n| n as i64))
+                .bind(first.and_then(|s| s.attempt).map(i64::from))
+                .bind(serde_json::to_string(observations).context("recording history")?)
                 .bind(now.timestamp_millis())
                 .execute(&mut *tx)
                 .await
@@ -209,6 +258,7 @@ macro_rules! common_history_methods {
                         .bind(o.source.attempt.map(i64::from))
                         .bind(failures)
                         .bind(at)
+                        .bind(run_key)
                         .execute(&mut *tx)
                         .await
                         .context("recording history (failures)")?;
@@ -240,21 +290,32 @@ macro_rules! common_history_methods {
 
         /// What `repo_id`'s history knows of `tests` within the window ending at `now`, with
         /// their counts on `base_sha` and `head_sha`. Tests it has never seen are left out.
-        #[allow(clippy::too_many_arguments)]
         pub(super) async fn history_for(
             &self,
             repo_id: i64,
-            tests: &[crate::gate::TestId],
-            base_sha: Option<&str>,
-            head_sha: Option<&str>,
-            now: DateTime<Utc>,
-            window_days: u32,
-            recovery_runs: u32,
+            q: &super::history::HistoryQuery<'_>,
         ) -> anyhow::Result<crate::gate::history::History> {
-            use super::history::{day_of, source_of, sql, window_start, FailureRow, DAY_MS};
+            use super::history::{day_of, source_of, sql, subtract, window_start, FailureRow, DAY_MS};
             use crate::gate::history::{History, TestHistory};
-            let from = window_start(now, window_days);
+            let (tests, base_sha, head_sha) = (q.tests, q.base_sha, q.head_sha);
+            let (window_days, recovery_runs) = (q.policy.window_days, q.policy.recovery_runs);
+            let from = window_start(q.now, window_days);
+            let exclude = q.exclude.unwrap_or("");
             let mut conn = self.pool.acquire().await.context("reading history")?;
+            // A judgement of a run already recorded reads the history without that run's copy.
+            let own: Option<(String,)> = match q.exclude {
+                Some(key) => sqlx::query_as::<Db, _>(sql::RECORDED)
+                    .bind(repo_id)
+                    .bind(key)
+                    .fetch_optional(&mut *conn)
+                    .await
+                    .context("reading history (this run)")?,
+                None => None,
+            };
+            let own: Vec<crate::gate::history::Observation> = match own {
+                Some((json,)) => serde_json::from_str(&json).context("reading history (this run's observations)")?,
+                None => Vec::new(),
+            };
             let mut out = History {
                 window_days,
                 recovery_runs,
@@ -300,6 +361,7 @@ macro_rules! common_history_methods {
                             .bind(t)
                             .bind(sha)
                             .bind(from)
+                            .bind(exclude)
                             .fetch_optional(&mut *conn)
                             .await
                             .context("reading history (head failures)")?;
@@ -311,6 +373,7 @@ macro_rules! common_history_methods {
                         .bind(repo_id)
                         .bind(t)
                         .bind(from)
+                        .bind(exclude)
                         .fetch_optional(&mut *conn)
                         .await
                         .context("reading history (failures)")?;
@@ -318,6 +381,7 @@ macro_rules! common_history_methods {
                         .bind(repo_id)
                         .bind(t)
                         .bind(from)
+                        .bind(exclude)
                         .fetch_optional(&mut *conn)
                         .await
                         .context("reading history (instability)")?;
@@ -332,9 +396,7 @@ macro_rules! common_history_methods {
                     .await
                     .context("reading history (streak)")?;
                 let n = |v: i64| u64::try_from(v).unwrap_or(0);
-                out.tests.insert(
-                    test.clone(),
-                    TestHistory {
+                let mut th = TestHistory {
                         runs: n(passes) + n(failures),
                         failures: n(failures),
                         since: first_day.and_then(day_of),
@@ -344,10 +406,25 @@ macro_rules! common_history_methods {
                         on_base: on_base.map_or((0, 0), |(p, f)| (n(p), n(f))),
                         on_head: on_head.map_or((0, 0), |(p, f): (i64, i64)| (n(p), n(f))),
                         head_failure,
-                    },
-                );
+                };
+                subtract(&mut th, test, &own, base_sha, head_sha);
+                if th.runs > 0 || th.last_failure.is_some() {
+                    out.tests.insert(test.clone(), th);
+                }
             }
             Ok(out)
+        }
+
+        /// The run key of the latest recorded attempt of workflow run `run_id`.
+        pub(super) async fn history_run_key(&self, repo_id: i64, run_id: u64) -> anyhow::Result<Option<String>> {
+            use super::history::sql;
+            let key: Option<(String,)> = sqlx::query_as::<Db, _>(sql::LATEST_KEY)
+                .bind(repo_id)
+                .bind(run_id as i64)
+                .fetch_optional(&self.pool)
+                .await
+                .context("reading history (runs)")?;
+            Ok(key.map(|(k,)| k))
         }
 
         /// Tests of `repo_id` that failed on a sha where they also passed, within the window.

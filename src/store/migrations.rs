@@ -132,8 +132,8 @@ macro_rules! history_tables {
     () => {
         "
 CREATE TABLE history_repositories (repo_id BIGINT PRIMARY KEY, name TEXT NOT NULL);
-CREATE TABLE history_recorded (repo_id BIGINT NOT NULL, run_key TEXT NOT NULL, at BIGINT NOT NULL,
-    PRIMARY KEY (repo_id, run_key));
+CREATE TABLE history_recorded (repo_id BIGINT NOT NULL, run_key TEXT NOT NULL, run_id BIGINT, attempt BIGINT,
+    observations TEXT NOT NULL, at BIGINT NOT NULL, PRIMARY KEY (repo_id, run_key));
 CREATE TABLE history_days (repo_id BIGINT NOT NULL, test TEXT NOT NULL, day BIGINT NOT NULL,
     passes BIGINT NOT NULL, failures BIGINT NOT NULL, PRIMARY KEY (repo_id, test, day));
 CREATE INDEX history_days_day ON history_days (day);
@@ -151,14 +151,14 @@ CREATE INDEX history_failures_at ON history_failures (at);
 const HISTORY_SQLITE: &str = concat!(
     "CREATE TABLE history_failures (id INTEGER PRIMARY KEY AUTOINCREMENT, repo_id BIGINT NOT NULL, test TEXT NOT NULL,
     sha TEXT NOT NULL, kind TEXT NOT NULL, pr BIGINT, run_id BIGINT, attempt BIGINT, failures BIGINT NOT NULL,
-    at BIGINT NOT NULL);",
+    run_key TEXT NOT NULL, at BIGINT NOT NULL);",
     history_tables!()
 );
 
 const HISTORY_POSTGRES: &str = concat!(
     "CREATE TABLE history_failures (id BIGSERIAL PRIMARY KEY, repo_id BIGINT NOT NULL, test TEXT NOT NULL,
     sha TEXT NOT NULL, kind TEXT NOT NULL, pr BIGINT, run_id BIGINT, attempt BIGINT, failures BIGINT NOT NULL,
-    at BIGINT NOT NULL);",
+    run_key TEXT NOT NULL, at BIGINT NOT NULL);",
     history_tables!()
 );
 

@@ -9,6 +9,7 @@
 mod common;
 #[macro_use]
 mod history;
+pub use history::HistoryQuery;
 mod job;
 mod migrations;
 mod postgres;
@@ -91,17 +92,18 @@ impl Store {
         dispatch!(self, s => s.record_history(repo_id, run_key, observations, now).await)
     }
 
-    /// What a repository's history knows of `tests` within the window ending at `now`.
+    /// What a repository's history knows of the query's tests within its window.
     pub async fn history_for(
         &self,
         repo_id: i64,
-        tests: &[crate::gate::TestId],
-        base_sha: Option<&str>,
-        head_sha: Option<&str>,
-        now: DateTime<Utc>,
-        window: &crate::gate::history::HistoryPolicy,
+        q: &HistoryQuery<'_>,
     ) -> anyhow::Result<crate::gate::history::History> {
-        dispatch!(self, s => s.history_for(repo_id, tests, base_sha, head_sha, now, window.window_days, window.recovery_runs).await)
+        dispatch!(self, s => s.history_for(repo_id, q).await)
+    }
+
+    /// The run key of the latest recorded attempt of workflow run `run_id`.
+    pub async fn history_run_key(&self, repo_id: i64, run_id: u64) -> anyhow::Result<Option<String>> {
+        dispatch!(self, s => s.history_run_key(repo_id, run_id).await)
     }
 
     /// Tests that failed on a sha where they also passed, within the window.

@@ -35,12 +35,20 @@ pub(super) struct PrRef {
     pub(super) fork: bool,
 }
 
-/// The evidence run being judged: its id, and its attempt when the event said (a
-/// re-evaluation does not: it reads the history and records nothing).
+/// The evidence run being judged: its id, its attempt when the event said (a re-evaluation
+/// does not: it judges the latest recorded attempt again), and whether this judgement adds
+/// the attempt to the flake history (once per attempt, however many pull requests share it).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct RunRef {
     pub(super) id: u64,
     pub(super) attempt: Option<u32>,
+    pub(super) record: bool,
+}
+
+impl RunRef {
+    pub(super) fn key(id: u64, attempt: u32) -> String {
+        format!("run:{id}:{attempt}")
+    }
 }
 
 /// What judging one pull request with a workflow run gave.
@@ -275,7 +283,7 @@ impl Worker {
             base_sha: Some(base_sha.to_owned()),
             head_sha: Some(head.to_owned()),
             workflow: (!workflow_path.is_empty()).then(|| workflow_path.to_owned()),
-            history: self.history_access(t, run, pr),
+            history: self.history_access(t, run, pr).await,
         };
         let mut report = assemble::evaluate(&files, &config, judging)
             .await
@@ -293,12 +301,23 @@ impl Worker {
     /// The repository's flake history: read for every judgement, added to once per run attempt
     /// (keyed by the repository's id, so a rename keeps it). Without the repository's id
     /// there is no history.
-    fn history_access(&self, t: &Target, run: RunRef, pr: Option<&PrRef>) -> Option<HistoryAccess> {
+    async fn history_access(&self, t: &Target, run: RunRef, pr: Option<&PrRef>) -> Option<HistoryAccess> {
         let repo_id = i64::try_from(t.repo_id?).ok()?;
         let now = self.now();
-        let record = run.attempt.map(|attempt| {
+        // The run's own observations, when recorded already, are not read as history.
+        let exclude = match run.attempt {
+            Some(attempt) => Some(RunRef::key(run.id, attempt)),
+            None => match self.store.history_run_key(repo_id, run.id).await {
+                Ok(key) => key,
+                Err(e) => {
+                    tracing::warn!("flake history: the run's recorded attempt could not be read: {e:#}");
+                    None
+                }
+            },
+        };
+        let record = run.attempt.filter(|_| run.record).map(|attempt| {
             (
-                format!("run:{}:{attempt}", run.id),
+                RunRef::key(run.id, attempt),
                 RecordContext {
                     pr: pr.map(|p| p.number),
                     run_id: Some(run.id),
@@ -313,6 +332,7 @@ impl Worker {
             repo_id,
             now,
             record,
+            exclude,
         })
     }
 

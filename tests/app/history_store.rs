@@ -5,6 +5,7 @@
 use chrono::{DateTime, Duration as Span, NaiveDate, TimeZone as _, Utc};
 use flakegate::gate::history::{HistoryPolicy, Observation, RunKind, Source};
 use flakegate::gate::TestId;
+use flakegate::store::HistoryQuery;
 
 use crate::store::{contract, Db};
 
@@ -38,9 +39,19 @@ fn t(s: &str) -> TestId {
 
 const REPO: i64 = 4242;
 
+fn q<'a>(tests: &'a [TestId], base: Option<&'a str>) -> HistoryQuery<'a> {
+    HistoryQuery {
+        tests,
+        base_sha: base,
+        head_sha: None,
+        now: now(),
+        policy: HistoryPolicy::default(),
+        exclude: None,
+    }
+}
+
 async fn per_sha_counts_and_instability(db: &Db) {
     let s = db.open().await;
-    let policy = HistoryPolicy::default();
     // PR 1's probe on `base` sees `flaky` fail once in 7; PR 2's only passes.
     let r1 = s
         .record_history(
@@ -64,14 +75,7 @@ async fn per_sha_counts_and_instability(db: &Db) {
     .await
     .unwrap();
     let h = s
-        .history_for(
-            REPO,
-            &[t("flaky"), t("steady"), t("never")],
-            Some("base"),
-            None,
-            now(),
-            &policy,
-        )
+        .history_for(REPO, &q(&[t("flaky"), t("steady"), t("never")], Some("base")))
         .await
         .unwrap();
     assert!(!h.tests.contains_key(&t("never")), "a test never seen is left out");
@@ -88,10 +92,7 @@ async fn per_sha_counts_and_instability(db: &Db) {
         vec![t("flaky")]
     );
     // Another sha's passes are not "the same code": a failure on `old` alone is no instability.
-    let h = s
-        .history_for(REPO, &[t("flaky")], Some("other"), None, now(), &policy)
-        .await
-        .unwrap();
+    let h = s.history_for(REPO, &q(&[t("flaky")], Some("other"))).await.unwrap();
     assert_eq!(h.tests[&t("flaky")].on_base, (0, 0));
 }
 
@@ -102,10 +103,7 @@ async fn a_run_is_recorded_once(db: &Db) {
     assert_eq!(s.record_history(REPO, "run:1:1", &o, now()).await.unwrap(), None);
     // The next attempt of the same run is a new run.
     assert_eq!(s.record_history(REPO, "run:1:2", &o, now()).await.unwrap(), Some(1));
-    let h = s
-        .history_for(REPO, &[t("a")], Some("base"), None, now(), &HistoryPolicy::default())
-        .await
-        .unwrap();
+    let h = s.history_for(REPO, &q(&[t("a")], Some("base"))).await.unwrap();
     assert_eq!(h.tests[&t("a")].runs, 4);
 }
 
@@ -115,10 +113,7 @@ async fn head_passes_are_counts_unless_the_test_has_failed(db: &Db) {
     s.record_history(REPO, "k1", &[obs("a", "s1", RunKind::Head, 1, 0, 1, day(0))], now())
         .await
         .unwrap();
-    let h = s
-        .history_for(REPO, &[t("a")], Some("s1"), None, now(), &HistoryPolicy::default())
-        .await
-        .unwrap();
+    let h = s.history_for(REPO, &q(&[t("a")], Some("s1"))).await.unwrap();
     assert_eq!((h.tests[&t("a")].runs, h.tests[&t("a")].on_base), (1, (0, 0)));
     // Once it has failed, its passes on a sha are kept, so a later pass on the failure's sha
     // shows it unstable.
@@ -128,10 +123,7 @@ async fn head_passes_are_counts_unless_the_test_has_failed(db: &Db) {
     s.record_history(REPO, "k3", &[obs("a", "s2", RunKind::Head, 1, 0, 3, day(0))], now())
         .await
         .unwrap();
-    let h = s
-        .history_for(REPO, &[t("a")], Some("s2"), None, now(), &HistoryPolicy::default())
-        .await
-        .unwrap();
+    let h = s.history_for(REPO, &q(&[t("a")], Some("s2"))).await.unwrap();
     let a = &h.tests[&t("a")];
     assert_eq!((a.runs, a.failures, a.on_base), (3, 1, (1, 1)));
     assert_eq!(a.unstable_on.as_ref().map(|s| s.kind), Some(RunKind::Head));
@@ -154,12 +146,8 @@ async fn window_and_deletion(db: &Db) {
     s.record_history(7, "other", &[obs("a", "t", RunKind::Probe, 7, 0, 2, day(-1))], now())
         .await
         .unwrap();
-    let policy = HistoryPolicy::default();
     // Older than the window: not read, then compacted away.
-    let h = s
-        .history_for(REPO, &[t("a")], Some("s"), None, now(), &policy)
-        .await
-        .unwrap();
+    let h = s.history_for(REPO, &q(&[t("a")], Some("s"))).await.unwrap();
     let a = &h.tests[&t("a")];
     assert_eq!(
         (a.runs, a.failures, a.unstable_on.is_none(), a.on_base),
@@ -170,15 +158,9 @@ async fn window_and_deletion(db: &Db) {
     assert!(after < before, "compaction dropped the old rows ({before} → {after})");
     // Uninstalled from REPO: its history goes, the other repository's stays.
     s.delete_history(REPO).await.unwrap();
-    let h = s
-        .history_for(REPO, &[t("a")], Some("t"), None, now(), &policy)
-        .await
-        .unwrap();
+    let h = s.history_for(REPO, &q(&[t("a")], Some("t"))).await.unwrap();
     assert!(h.tests.is_empty());
-    let h = s
-        .history_for(7, &[t("a")], Some("t"), None, now(), &policy)
-        .await
-        .unwrap();
+    let h = s.history_for(7, &q(&[t("a")], Some("t"))).await.unwrap();
     assert_eq!(h.tests[&t("a")].runs, 7);
 }
 
@@ -206,7 +188,48 @@ async fn a_failed_write_records_nothing(db: &Db) {
     assert_eq!(s.record_history(REPO, "k", &bad[..1], now()).await.unwrap(), Some(1));
 }
 
+/// Judging a run again (a retry, a re-evaluation) reads the history without its own copy.
+async fn a_run_judged_again_reads_the_history_without_itself(db: &Db) {
+    let s = db.open().await;
+    s.record_history(
+        REPO,
+        "run:1:1",
+        &[obs("a", "base", RunKind::Probe, 6, 1, 1, day(-1))],
+        now(),
+    )
+    .await
+    .unwrap();
+    s.record_history(
+        REPO,
+        "run:2:1",
+        &[obs("a", "base", RunKind::Probe, 7, 0, 2, day(0))],
+        now(),
+    )
+    .await
+    .unwrap();
+    let tests = [t("a")];
+    let mut query = q(&tests, Some("base"));
+    let all = s.history_for(REPO, &query).await.unwrap();
+    assert_eq!((all.tests[&t("a")].runs, all.tests[&t("a")].on_base), (14, (13, 1)));
+    query.exclude = Some("run:2:1");
+    let without_2 = s.history_for(REPO, &query).await.unwrap();
+    assert_eq!(
+        (without_2.tests[&t("a")].runs, without_2.tests[&t("a")].on_base),
+        (7, (6, 1))
+    );
+    query.exclude = Some("run:1:1");
+    let without_1 = s.history_for(REPO, &query).await.unwrap();
+    let a = &without_1.tests[&t("a")];
+    assert_eq!((a.runs, a.failures, a.on_base), (7, 0, (7, 0)));
+    assert!(
+        a.last_failure.is_none() && a.unstable_on.is_none(),
+        "run 1's failure is its own: {a:?}"
+    );
+    assert_eq!(s.history_run_key(REPO, 9002).await.unwrap().as_deref(), Some("run:2:1"));
+}
+
 contract!(
+    a_run_judged_again_reads_the_history_without_itself,
     per_sha_counts_and_instability,
     a_run_is_recorded_once,
     head_passes_are_counts_unless_the_test_has_failed,

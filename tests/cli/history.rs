@@ -283,7 +283,7 @@ fn a_re_run_attempt_never_turns_a_fail_into_a_plain_pass() {
         ],
         Some("2"),
     );
-    assert!(String::from_utf8_lossy(&again.stdout).contains("nothing new recorded"));
+    assert!(String::from_utf8_lossy(&again.stdout).contains("was recorded before: nothing added"));
 }
 
 #[test]

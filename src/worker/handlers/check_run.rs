@@ -32,6 +32,7 @@ impl Worker {
                     RunRef {
                         id: run.run_id,
                         attempt: None,
+                        record: false,
                     },
                     &run.workflow_path,
                     &[],

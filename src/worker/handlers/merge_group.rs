@@ -209,6 +209,7 @@ impl Worker {
                         RunRef {
                             id: run_id,
                             attempt: None,
+                            record: false,
                         },
                         workflow_path,
                         config,

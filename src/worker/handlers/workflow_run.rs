@@ -38,6 +38,7 @@ impl Worker {
         let run_ref = RunRef {
             id: run.id,
             attempt: Some(run.run_attempt.unwrap_or(1)),
+            record: true,
         };
         self.judge_head(t, head, run_ref, run.path.as_deref().unwrap_or(""), &listed, ask_commit)
             .await
@@ -70,8 +71,8 @@ impl Worker {
         let n = prs.len();
         for (i, pr) in prs.into_iter().enumerate() {
             let run = RunRef {
-                id: run.id,
-                attempt: run.attempt.filter(|_| i + 1 == n),
+                record: run.record && i + 1 == n,
+                ..run
             };
             match self.judge_pr(t, head, &pr, run, workflow_path).await? {
                 Judged::NotEvidence => {}
