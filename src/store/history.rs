@@ -145,6 +145,9 @@ pub(super) mod sql {
         "SELECT DISTINCT f.test FROM history_failures f JOIN history_sha s ON s.repo_id = \
                                       f.repo_id AND s.test = f.test AND s.sha = f.sha WHERE f.repo_id = $1 AND f.at >= \
                                       $2 AND s.passes > 0 ORDER BY f.test";
+    /// Every repository id the history holds anything of.
+    pub const REPO_IDS: &str = "SELECT repo_id FROM history_days UNION SELECT repo_id FROM history_recorded UNION \
+                                SELECT repo_id FROM history_repositories";
     pub const COUNT: &str =
         "SELECT (SELECT COUNT(*) FROM history_days) + (SELECT COUNT(*) FROM history_sha) + (SELECT \
                              COUNT(*) FROM history_failures)";
@@ -477,6 +480,16 @@ macro_rules! common_history_methods {
             }
             tx.commit().await.context("deleting history")?;
             Ok(())
+        }
+
+        /// Every repository id the history holds anything of.
+        pub(super) async fn history_repo_ids(&self) -> anyhow::Result<Vec<i64>> {
+            use super::history::sql;
+            let rows: Vec<(i64,)> = sqlx::query_as::<Db, _>(sql::REPO_IDS)
+                .fetch_all(&self.pool)
+                .await
+                .context("listing the history's repositories")?;
+            Ok(rows.into_iter().map(|(id,)| id).collect())
         }
 
         /// Rows the history holds in all (for `/metrics`).

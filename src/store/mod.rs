@@ -126,6 +126,11 @@ impl Store {
         dispatch!(self, s => s.delete_history(repo_id).await)
     }
 
+    /// Every repository id the history holds anything of.
+    pub async fn history_repo_ids(&self) -> anyhow::Result<Vec<i64>> {
+        dispatch!(self, s => s.history_repo_ids().await)
+    }
+
     /// Rows the history holds, all repositories together.
     pub async fn history_size(&self) -> anyhow::Result<u64> {
         dispatch!(self, s => s.history_size().await)

@@ -438,6 +438,10 @@ async fn the_periodic_sweep_covers_every_installation_paced_and_once_per_interva
     let one: &[(&str, bool)] = &[(&full, false), (&archived_name, true)];
     let two: &[(&str, bool)] = &[("other-org/bare", false), ("other-org/third", false)];
     mount_installations(fake, &[(INSTALLATION, one), (INSTALLATION + 1, two)], &[]).await;
+    // Flake history of an installed repository and of one the App was uninstalled from.
+    let installed = (INSTALLATION * 1000) as i64;
+    remember(&app, installed).await;
+    remember(&app, 424_242).await;
 
     // Queued once per interval, however often (or by however many instances) it is asked.
     assert!(app.worker.schedule_sweep().await.unwrap());
@@ -456,6 +460,8 @@ async fn the_periodic_sweep_covers_every_installation_paced_and_once_per_interva
         "paced: {repo_jobs:?}"
     );
     assert!(jobs.iter().any(|j| j.event == SWEEP_EVENT && j.state == JobState::Done));
+    // The sweep forgot the uninstalled repository's history, and only it.
+    assert_eq!(app.store.history_repo_ids().await.unwrap(), vec![installed]);
     app.advance(std::time::Duration::from_secs(2));
     assert_eq!(app.worker.run_until_idle().await.unwrap(), 1, "the second, 2 s later");
     app.advance(std::time::Duration::from_secs(2));
@@ -491,6 +497,7 @@ async fn a_sweep_skips_an_installation_low_on_rate_limit() {
     let full = format!("{OWNER}/{NAME}");
     let one: &[(&str, bool)] = &[(&full, false)];
     mount_installations(&app.fake, &[(INSTALLATION, one)], &[INSTALLATION]).await;
+    remember(&app, 424_242).await;
     assert!(app.worker.schedule_sweep().await.unwrap());
     app.advance(std::time::Duration::from_secs(60));
     app.worker.run_until_idle().await.unwrap();
@@ -499,7 +506,32 @@ async fn a_sweep_skips_an_installation_low_on_rate_limit() {
     assert_eq!(jobs[0].state, JobState::Done);
     assert_eq!(issues.all_calls(), 0);
     assert_eq!(repo.calls("GET", crate::support::fake_repo::op::CONTENTS), 0);
+    // An installation could not be listed: no history is taken for uninstalled.
+    assert_eq!(app.store.history_repo_ids().await.unwrap(), vec![424_242]);
     app.fake.verify().await;
+}
+
+/// One observation in repository `repo_id`'s flake history, recorded now.
+async fn remember(app: &App, repo_id: i64) {
+    use flakegate::gate::history::{Observation, RunKind, Source};
+    let now = (app.clock())();
+    let o = Observation {
+        test: flakegate::gate::TestId::new("tests/test_x.py::test_y"),
+        passes: 1,
+        failures: 0,
+        source: Source {
+            sha: "a".repeat(40),
+            kind: RunKind::Probe,
+            pr: Some(1),
+            run_id: Some(1),
+            attempt: Some(1),
+            date: now.date_naive(),
+        },
+    };
+    app.store
+        .record_history(repo_id, &format!("run:1:{repo_id}"), &[o], now)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]

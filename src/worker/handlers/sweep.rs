@@ -59,6 +59,8 @@ impl Worker {
         let mut due = self.now();
         let pace = chrono::Duration::from_std(self.config.sweep_pace).unwrap_or_default();
         let mut queued = 0usize;
+        // Every repository the App is installed on, when every installation could be listed.
+        let mut installed: Option<std::collections::BTreeSet<i64>> = Some(Default::default());
         for id in installations {
             let client = self.github.installation(id)?;
             let (repos, remaining) = client.repositories().await?;
@@ -68,7 +70,11 @@ impl Worker {
                     rate_limit_remaining = left,
                     "rate limit low: this installation's repositories are skipped until the next sweep"
                 );
+                installed = None;
                 continue;
+            }
+            if let Some(ids) = installed.as_mut() {
+                ids.extend(repos.iter().filter_map(|r| i64::try_from(r.id).ok()));
             }
             for repo in repos.into_iter().filter(|r| !r.archived) {
                 let Some(branch) = repo.default_branch.clone() else {
@@ -101,6 +107,33 @@ impl Worker {
             }
         }
         tracing::info!(repositories = queued, "expired-freezes sweep: repositories queued");
+        self.forget_history(installed.as_ref()).await
+    }
+
+    /// The flake history keeps only what it should: observations older than the App's window
+    /// go, and so does the whole history of a repository the App is no longer installed on
+    /// (`installed`: every repository id of every installation; `None` when some installation
+    /// could not be listed this time — then nothing is deleted).
+    async fn forget_history(&self, installed: Option<&std::collections::BTreeSet<i64>>) -> Result<(), Failure> {
+        let window = crate::gate::history::HistoryPolicy::default().window_days;
+        let left = self
+            .store
+            .compact_history(self.now(), window)
+            .await
+            .map_err(store_err)?;
+        let Some(installed) = installed else {
+            return Ok(());
+        };
+        for repo_id in self.store.history_repo_ids().await.map_err(store_err)? {
+            if !installed.contains(&repo_id) {
+                self.store.delete_history(repo_id).await.map_err(store_err)?;
+                tracing::info!(
+                    repo_id,
+                    "flake history deleted: the App is no longer installed on this repository"
+                );
+            }
+        }
+        tracing::info!(rows = left, "flake history compacted");
         Ok(())
     }
 
