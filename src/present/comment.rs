@@ -41,6 +41,21 @@ struct OwnerCtx {
     why: Vec<String>,
     todo: Vec<String>,
     lines: Vec<String>,
+    /// Per test the flake history knew: what its judgement rests on ("test: failed 3 of 212 …").
+    history: Vec<String>,
+}
+
+/// "`test`: failed 3 of 212 runs since 2026-11-02 (last: #481, run 9912, …)" per test of
+/// `tests` the report's flake history judged.
+fn history_of(report: &Report, tests: &BTreeSet<&str>) -> Vec<String> {
+    let Some(h) = &report.history else {
+        return Vec::new();
+    };
+    h.tests
+        .iter()
+        .filter(|s| tests.contains(&s.test.as_str()))
+        .map(|s| format!("{}: {}", s.test, s.describe()))
+        .collect()
 }
 
 #[derive(Serialize)]
@@ -88,6 +103,7 @@ pub fn comment_body(report: &Report, config: &Config, previous: Option<&str>) ->
                 who: handle.map(str::to_string).unwrap_or_else(|| unmentioned(&o.owner)),
                 mention: handle.is_some(),
                 lines: lines_of(report, &tests),
+                history: history_of(report, &tests),
                 tests: tests.into_iter().map(str::to_string).collect(),
                 why: why.into_iter().map(str::to_string).collect(),
                 todo: actions.into_iter().map(todo).collect(),
@@ -119,6 +135,7 @@ pub fn comment_body(report: &Report, config: &Config, previous: Option<&str>) ->
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
+    let unowned_history = history_of(report, &unowned.iter().map(String::as_str).collect());
 
     // What the patch did to its own evidence: the agent author must undo it, or a reviewer
     // must accept it — either way it is said here, not only in the check run.
@@ -161,6 +178,7 @@ pub fn comment_body(report: &Report, config: &Config, previous: Option<&str>) ->
                 owners => owners,
                 expired => expired,
                 unowned => unowned,
+                unowned_history => unowned_history,
                 patch_reasons => patch_reasons,
             })
         })

@@ -96,6 +96,20 @@ async fn one_probe_failure_on_the_base_judges_the_next_pull_request(fork: bool) 
     // probe runs + 1 head run (the test ran no changed line of pull request 1: base code).
     let runs = s["runs"].as_u64().unwrap();
     assert_eq!(runs, if fork { 6 } else { 11 }, "{s:#}");
+    // Where people look: the check run's summary and the pull request's comment.
+    let said = format!("failed 1 of {runs} runs since");
+    assert!(
+        crate::scenarios::summary(&check).contains(&said),
+        "{}",
+        crate::scenarios::summary(&check)
+    );
+    let comment = crate::scenarios::the_comment(&repo, 2);
+    assert!(
+        // The comment quotes `#1` inertly (no cross-reference from text flakegate shows).
+        comment.body.contains(&said) && comment.body.contains("1, run 11, probe of"),
+        "{}",
+        comment.body
+    );
     finish(app).await;
 }
 
