@@ -119,6 +119,10 @@ impl<'a> Stabilities<'a> {
             (Stability::Unstable, th.unstable_on.clone())
         } else if base_failures > 0 && base_passes == 0 {
             (Stability::BrokenOnBase, th.last_failure.clone())
+        } else if base_passes == 0 && base_failures == 0 && th.failures > 0 && th.passes_since_failure == 0 {
+            // No run on this base yet, and its latest runs elsewhere failed: broken until a run
+            // shows otherwise, never a stable witness.
+            (Stability::BrokenOnBase, th.last_failure.clone())
         } else {
             (Stability::StablePassing, th.last_failure.clone())
         };

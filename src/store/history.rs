@@ -122,12 +122,6 @@ pub(super) mod sql {
     pub const STREAK: &str = "INSERT INTO history_streak (repo_id, test, passes) VALUES ($1, $2, $3) ON CONFLICT \
                               (repo_id, test) DO UPDATE SET passes = CASE WHEN $4 THEN 0 ELSE history_streak.passes + \
                               excluded.passes END";
-    pub const TOTALS: &str =
-        "SELECT CAST(COALESCE(SUM(passes), 0) AS BIGINT), CAST(COALESCE(SUM(failures), 0) AS BIGINT), \
-                              MIN(day), COUNT(*) FROM \
-                              history_days WHERE repo_id = $1 AND test = $2 AND day >= $3";
-    pub const ON_SHA: &str = "SELECT passes, failures FROM history_sha WHERE repo_id = $1 AND test = $2 AND sha = $3 \
-                              AND last_at >= $4";
     pub const LAST_FAILURE: &str =
         "SELECT sha, kind, pr, run_id, attempt, at FROM history_failures WHERE repo_id = $1 \
                                     AND test = $2 AND at >= $3 AND run_key <> $4 ORDER BY at DESC, id DESC LIMIT 1";
@@ -139,7 +133,6 @@ pub(super) mod sql {
                                    history_sha s ON s.repo_id = f.repo_id AND s.test = f.test AND s.sha = f.sha WHERE \
                                    f.repo_id = $1 AND f.test = $2 AND f.at >= $3 AND s.passes > 0 AND f.run_key <> $4 \
                                    ORDER BY f.at DESC, f.id DESC LIMIT 1";
-    pub const STREAK_OF: &str = "SELECT passes FROM history_streak WHERE repo_id = $1 AND test = $2";
     /// Tests with a failure on a sha where they also passed, within the window.
     pub const UNSTABLE_TESTS: &str =
         "SELECT DISTINCT f.test FROM history_failures f JOIN history_sha s ON s.repo_id = \
@@ -324,40 +317,66 @@ macro_rules! common_history_methods {
                 recovery_runs,
                 ..History::default()
             };
+            // Counts for every test at once (a few statements per chunk, not per test); the
+            // failures' sources only for tests that failed.
+            let mut totals: std::collections::HashMap<String, (i64, i64, Option<i64>)> = Default::default();
+            let mut on_sha: std::collections::HashMap<(String, String), (i64, i64)> = Default::default();
+            let mut streaks: std::collections::HashMap<String, i64> = Default::default();
+            for chunk in tests.chunks(400) {
+                let list = |first: usize| {
+                    (0..chunk.len()).map(|i| format!("${}", first + i)).collect::<Vec<_>>().join(", ")
+                };
+                let q = format!(
+                    "SELECT test, CAST(SUM(passes) AS BIGINT), CAST(SUM(failures) AS BIGINT), MIN(day) FROM \
+                     history_days WHERE repo_id = $1 AND day >= $2 AND test IN ({}) GROUP BY test",
+                    list(3)
+                );
+                let mut query = sqlx::query_as::<Db, (String, i64, i64, Option<i64>)>(&q)
+                    .bind(repo_id)
+                    .bind(from.div_euclid(DAY_MS));
+                for t in chunk {
+                    query = query.bind(t.as_str());
+                }
+                for (t, p, f, d) in query.fetch_all(&mut *conn).await.context("reading history (totals)")? {
+                    totals.insert(t, (p, f, d));
+                }
+                let q = format!(
+                    "SELECT test, sha, passes, failures FROM history_sha WHERE repo_id = $1 AND last_at >= $2 AND \
+                     sha IN ($3, $4) AND test IN ({})",
+                    list(5)
+                );
+                let mut query = sqlx::query_as::<Db, (String, String, i64, i64)>(&q)
+                    .bind(repo_id)
+                    .bind(from)
+                    .bind(base_sha.unwrap_or(""))
+                    .bind(head_sha.unwrap_or(""));
+                for t in chunk {
+                    query = query.bind(t.as_str());
+                }
+                for (t, sha, p, f) in query.fetch_all(&mut *conn).await.context("reading history (shas)")? {
+                    on_sha.insert((t, sha), (p, f));
+                }
+                let q = format!(
+                    "SELECT test, passes FROM history_streak WHERE repo_id = $1 AND test IN ({})",
+                    list(2)
+                );
+                let mut query = sqlx::query_as::<Db, (String, i64)>(&q).bind(repo_id);
+                for t in chunk {
+                    query = query.bind(t.as_str());
+                }
+                for (t, p) in query.fetch_all(&mut *conn).await.context("reading history (streaks)")? {
+                    streaks.insert(t, p);
+                }
+            }
             for test in tests {
                 let t = test.as_str();
-                let (passes, failures, first_day, rows): (i64, i64, Option<i64>, i64) =
-                    sqlx::query_as::<Db, _>(sql::TOTALS)
-                        .bind(repo_id)
-                        .bind(t)
-                        .bind(from.div_euclid(DAY_MS))
-                        .fetch_one(&mut *conn)
-                        .await
-                        .context("reading history (totals)")?;
-                if rows == 0 {
+                let Some(&(passes, failures, first_day)) = totals.get(t) else {
                     continue;
-                }
-                let on_base: Option<(i64, i64)> = match base_sha {
-                    Some(sha) => sqlx::query_as::<Db, _>(sql::ON_SHA)
-                        .bind(repo_id)
-                        .bind(t)
-                        .bind(sha)
-                        .bind(from)
-                        .fetch_optional(&mut *conn)
-                        .await
-                        .context("reading history (base sha)")?,
-                    None => None,
                 };
-                let (mut on_head, mut head_failure) = (None, None);
+                let sha_counts = |sha: Option<&str>| sha.and_then(|s| on_sha.get(&(t.to_string(), s.to_string())).copied());
+                let on_base: Option<(i64, i64)> = sha_counts(base_sha);
+                let (on_head, mut head_failure) = (sha_counts(head_sha), None);
                 if let Some(sha) = head_sha {
-                    on_head = sqlx::query_as::<Db, _>(sql::ON_SHA)
-                        .bind(repo_id)
-                        .bind(t)
-                        .bind(sha)
-                        .bind(from)
-                        .fetch_optional(&mut *conn)
-                        .await
-                        .context("reading history (head sha)")?;
                     if failures > 0 {
                         let row: Option<FailureRow> = sqlx::query_as::<Db, _>(sql::FAILURE_ON_SHA)
                             .bind(repo_id)
@@ -392,12 +411,7 @@ macro_rules! common_history_methods {
                 } else {
                     (None, None)
                 };
-                let streak: Option<(i64,)> = sqlx::query_as::<Db, _>(sql::STREAK_OF)
-                    .bind(repo_id)
-                    .bind(t)
-                    .fetch_optional(&mut *conn)
-                    .await
-                    .context("reading history (streak)")?;
+                let streak: Option<(i64,)> = streaks.get(t).map(|&p| (p,));
                 let n = |v: i64| u64::try_from(v).unwrap_or(0);
                 let mut th = TestHistory {
                         runs: n(passes) + n(failures),

@@ -174,3 +174,37 @@ fn a_source_names_pull_request_run_attempt_sha_and_date() {
     s.attempt = Some(2);
     assert_eq!(s.describe(), "#481, run 9912 (attempt 2), probe of 0123456, 2026-11-02");
 }
+
+#[test]
+fn a_test_whose_latest_runs_failed_is_not_stable_on_a_base_it_never_ran_on() {
+    // Broken on the earlier shas, no run on this one (a witnesses-only probe did not run it).
+    let h = history(vec![(
+        "a",
+        TestHistory {
+            runs: 5,
+            failures: 5,
+            last_failure: Some(src("old", 3, "2026-11-01")),
+            ..TestHistory::default()
+        },
+    )]);
+    let p = probe(&[]);
+    assert_eq!(
+        Stabilities::new(Some(&p), Some(&h)).stability(&t("a")),
+        Some(Stability::BrokenOnBase)
+    );
+    // Once it passed after its last failure, it is judged by its runs again.
+    let h = history(vec![(
+        "a",
+        TestHistory {
+            runs: 6,
+            failures: 5,
+            last_failure: Some(src("old", 3, "2026-11-01")),
+            passes_since_failure: 1,
+            ..TestHistory::default()
+        },
+    )]);
+    assert_eq!(
+        Stabilities::new(Some(&p), Some(&h)).stability(&t("a")),
+        Some(Stability::StablePassing)
+    );
+}
