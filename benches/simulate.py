@@ -34,7 +34,6 @@ several independent repositories and sequences (seeds SEED, SEED+1, ...).
 from __future__ import annotations
 
 import argparse
-import difflib
 import hashlib
 import json
 import os
@@ -273,8 +272,8 @@ class ReportLog:
 
 
 def unified_diff(repo: Repo, pr: PullRequest, version: int) -> str:
-    """The pull request's patch: the changed lines rewritten in place (new-side numbers are the
-    base's, so they are the lines the head's coverage lists)."""
+    """The pull request's patch: the changed lines rewritten in place, as git writes it (new-side
+    numbers are the base's, so they are lines the head's coverage lists)."""
     out = []
     for m, ls in pr.changes.items():
         old = repo.text[m]
@@ -282,16 +281,45 @@ def unified_diff(repo: Repo, pr: PullRequest, version: int) -> str:
         for ln in ls:
             new[ln - 1] = line_text(m, ln, version)
         path = repo.path(m)
-        a = "\n".join(old) + "\n"
-        b = "\n".join(new) + "\n"
         out.append(f"diff --git a/{path} b/{path}")
-        out.append(f"index {blob(a)[:7]}..{blob(b)[:7]} 100644")
-        out.extend(difflib.unified_diff(old, new, f"a/{path}", f"b/{path}", n=3, lineterm=""))
+        out.append(f"index {blob(old)[:7]}..{blob(new)[:7]} 100644")
+        out.append(f"--- a/{path}")
+        out.append(f"+++ b/{path}")
+        out.extend(hunks(old, new, sorted(ls)))
     return "\n".join(out) + "\n"
 
 
-def blob(text: str) -> str:
-    data = text.encode()
+def hunks(old: list[str], new: list[str], changed: list[int], context: int = 3) -> list[str]:
+    """Unified-diff hunks for lines replaced in place (1-based `changed`); a run of replaced
+    lines is written as its removals, then its additions. (difflib may pair a repeated line
+    such as `return x` with another occurrence and so shift the hunk: not a replacement.)"""
+    groups: list[list[int]] = []
+    for ln in changed:
+        if groups and ln - groups[-1][-1] <= 2 * context:
+            groups[-1].append(ln)
+        else:
+            groups.append([ln])
+    out = []
+    for g in groups:
+        start, end = max(1, g[0] - context), min(len(old), g[-1] + context)
+        out.append(f"@@ -{start},{end - start + 1} +{start},{end - start + 1} @@")
+        ln = start
+        while ln <= end:
+            if ln in g:
+                run = []
+                while ln <= end and ln in g:
+                    run.append(ln)
+                    ln += 1
+                out.extend(f"-{old[i - 1]}" for i in run)
+                out.extend(f"+{new[i - 1]}" for i in run)
+            else:
+                out.append(f" {old[ln - 1]}")
+                ln += 1
+    return out
+
+
+def blob(lines: list[str]) -> str:
+    data = ("\n".join(lines) + "\n").encode()
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
@@ -431,7 +459,7 @@ def analyse(strat: Strategy, runs: list[tuple[Sequence, list[dict], list[str]]],
     seen = {r: [0, 0, 0, 0] for r in RATES + (BROKEN,)}
     det_unstable: set[str] = set()
     det_history: set[str] = set()
-    mismatched = 0
+    mismatched: list[str] = []
     for seq, records, hist_unstable in runs:
         repo = seq.repo
         n_tests = len(repo.tests)
@@ -448,7 +476,7 @@ def analyse(strat: Strategy, runs: list[tuple[Sequence, list[dict], list[str]]],
             w = rec["witnesses"]
             union = set().union(*w.values())
             if union != set(pr.witnesses):
-                mismatched += 1
+                mismatched.append(f"seed {seq.seed} PR {pr.number}")
             if rec["verdict"] == "FAIL":
                 counted = {f["test"] for f in rec["results"]["failures"] if f.get("counts")}
                 if counted & union:
@@ -681,7 +709,7 @@ def main() -> int:
         for r in results:
             if r["witness_sets_differing_from_coverage"]:
                 print(f"note: {r['strategy']}: the record's witnesses differ from the generated coverage's on "
-                      f"{r['witness_sets_differing_from_coverage']} pull requests\n")
+                      f"{', '.join(r['witness_sets_differing_from_coverage'])}\n")
             if r["deterministic_called_unstable"]:
                 print(f"note: {r['strategy']}: deterministic tests called unstable: "
                       f"{', '.join(r['deterministic_called_unstable'])}\n")
