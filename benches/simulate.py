@@ -554,6 +554,8 @@ def render(results: list[dict], args) -> str:
     row("FAIL: a witness failed on head", lambda r: str(r["fail_causes"]["witness"]))
     row("FAIL: only tests that ran no changed line failed (a broken one among them)",
         lambda r: f"{r['fail_causes']['untouched_only']} ({r['fail_causes']['untouched_only_broken']})")
+    # Head failures of tests the patch cannot have affected are to become this caveat, not FAIL.
+    row("with the `head_flaky` caveat", lambda r: frac(r["reason_codes"].get("head_flaky", 0), r["prs"]))
     for rate in RATES + (BROKEN,):
         label = "broken-on-base" if rate == BROKEN else f"{rate * 100:g} %"
         for late, when in ((False, "all PRs"), (True, f"after PR {args.burn_in}")):
