@@ -1,7 +1,7 @@
 //! The deployment files agree with the code: the App manifest asks for the
 //! permissions and events docs/app.md ("Register the App") lists and the server accepts; the evidence
-//! workflow uploads the artifact name and layout the gate reads; fly.toml
-//! health-checks the route the server serves.
+//! workflow uploads the artifact name and layout the gate reads, and probes the witnesses after
+//! the head; fly.toml health-checks the route the server serves.
 
 use serde_yaml_ng::Value;
 use std::path::PathBuf;
@@ -109,6 +109,56 @@ fn evidence_workflow_uploads_what_the_gate_reads() {
             .unwrap()
             .len(),
         k
+    );
+}
+
+/// The head runs first; the probe then runs on the base only the witnesses the head's coverage
+/// names (none: no probe), unless FULL_SUITE_PROBE keeps the whole suite; evidence is never
+/// uploaded without the witnesses having been chosen.
+#[test]
+fn evidence_workflow_probes_the_witnesses_after_the_head() {
+    let w = read_yaml("templates/workflows/flakegate-evidence.yml");
+    let jobs = &w["jobs"];
+    let needs = |job: &str| -> Vec<String> {
+        match &jobs[job]["needs"] {
+            Value::String(s) => vec![s.clone()],
+            Value::Sequence(v) => v.iter().map(|n| n.as_str().unwrap().to_owned()).collect(),
+            _ => Vec::new(),
+        }
+    };
+    assert_eq!(w["env"]["FULL_SUITE_PROBE"].as_str(), Some("false"));
+    assert!(
+        needs("witnesses").contains(&"head".to_owned()),
+        "witnesses after the head"
+    );
+    assert!(
+        needs("probe").contains(&"witnesses".to_owned()),
+        "the probe after the witnesses"
+    );
+    assert_eq!(
+        jobs["probe"]["if"].as_str(),
+        Some("needs.witnesses.outputs.probe != 'none'"),
+        "no probe when nothing needs a witness"
+    );
+    let select = serde_yaml_ng::to_string(&jobs["witnesses"]).unwrap();
+    for part in [
+        "flakegate check",
+        "--base \"$BASE\"",
+        ".witnesses[][]",
+        "probe=full",
+        "probe=none",
+    ] {
+        assert!(select.contains(part), "the witnesses job lacks {part}");
+    }
+    let probe = serde_yaml_ng::to_string(&jobs["probe"]).unwrap();
+    assert!(
+        probe.contains("--collect-only"),
+        "the probe runs only witnesses the base has"
+    );
+    let evidence_if = jobs["evidence"]["if"].as_str().unwrap();
+    assert!(
+        evidence_if.contains("needs.witnesses.result == 'success'") && evidence_if.contains("!cancelled()"),
+        "{evidence_if}"
     );
 }
 
