@@ -586,9 +586,11 @@ impl Report {
     pub fn first_reason(&self) -> Option<&Reason> {
         self.reasons.first()
     }
+    #[cfg(test)]
     pub fn has(&self, code: &str) -> bool {
         self.reasons.iter().any(|r| r.code.as_str() == code)
     }
+    #[cfg(test)]
     pub fn codes(&self) -> Vec<&'static str> {
         self.reasons.iter().map(|r| r.code.as_str()).collect()
     }
