@@ -160,6 +160,7 @@ fn signals_parse_and_fail_exactly_so() {
         r#"["off", null, "inconclusive"]"#,
         r#"["off", null, "inconclusive", null, null, null, null, "caveat"]"#,
         r#"["off", null, "inconclusive", null, null, null, null, "caveat", "off"]"#,
+        r#"["off", null, "inconclusive", null, null, null, null, "caveat", "off", "off"]"#,
         r#"{"0": "off"}"#,
         "7",
     ];
@@ -171,7 +172,7 @@ fn signals_parse_and_fail_exactly_so() {
         })
         .collect();
     let unknown = |key: &str, column: usize| {
-        format!("error unknown field `{key}`, expected one of `weakened_test`, `self_witness`, `phase_only_witness`, `ledger_edited`, `blind_lines`, `some_frozen`, `no_results`, `head_flaky` at line 1 column {column}")
+        format!("error unknown field `{key}`, expected one of `weakened_test`, `self_witness`, `phase_only_witness`, `ledger_edited`, `blind_lines`, `some_frozen`, `no_results`, `head_flaky`, `flaky_unchanged` at line 1 column {column}")
     };
     assert_eq!(
         got,
@@ -180,7 +181,8 @@ fn signals_parse_and_fail_exactly_so() {
             r#"ok {"no_results":"off"}"#.into(),
             r#"ok {"weakened_test":"off","phase_only_witness":"inconclusive"}"#.into(),
             r#"ok {"weakened_test":"off","phase_only_witness":"inconclusive","head_flaky":"caveat"}"#.into(),
-            "error trailing characters at line 1 column 65".into(),
+            r#"ok {"weakened_test":"off","phase_only_witness":"inconclusive","head_flaky":"caveat","flaky_unchanged":"off"}"#.into(),
+            "error trailing characters at line 1 column 72".into(),
             unknown("0", 4),
             "error invalid type: integer `7`, expected struct Signals at line 1 column 1".into(),
         ]
