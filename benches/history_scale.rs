@@ -16,8 +16,8 @@
 //! ```
 
 use chrono::{Duration as Span, TimeZone as _, Utc};
-use flakegate::gate::history::{HistoryPolicy, Observation, RunKind, Source};
 use flakegate::gate::TestId;
+use flakegate::gate::{HistoryPolicy, Observation, RunKind, Source};
 use flakegate::store::{HistoryQuery, RetryPolicy, Store};
 use std::time::Instant;
 

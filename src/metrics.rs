@@ -19,7 +19,7 @@ use std::sync::Mutex;
 
 /// Upper bounds (seconds) of the job latency histogram's buckets: seconds when GitHub and
 /// the evidence are prompt, up to the hour a stalled queue or a rate-limit wait can take.
-pub const LATENCY_BUCKETS: [f64; 12] = [
+pub(crate) const LATENCY_BUCKETS: [f64; 12] = [
     0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0,
 ];
 
@@ -134,7 +134,7 @@ pub struct Metrics {
 
 /// The label an event name counts under: its own when the App acts on it (`known`), or when the
 /// delivery was signed and the name looks like one of GitHub's; `other` otherwise.
-pub fn event_label(name: &str, known: bool, signed: bool) -> String {
+pub(crate) fn event_label(name: &str, known: bool, signed: bool) -> String {
     let looks_like_github =
         !name.is_empty() && name.len() <= 40 && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
     if known || (signed && looks_like_github) {
@@ -149,7 +149,7 @@ impl Metrics {
         self.counts.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Count a delivery of `event` (a label from [`event_label`]).
+    /// Count a delivery of `event` (a label from `event_label`).
     pub fn delivery(&self, event: &str, outcome: DeliveryOutcome) {
         let mut c = self.counts();
         let seen = c.deliveries.keys().any(|(e, _)| e == event);

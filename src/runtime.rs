@@ -40,7 +40,7 @@ pub type Task = Box<dyn FnOnce(Shutdown) -> Pin<Box<dyn Future<Output = anyhow::
 /// at 19, the lowest). The lowest: with +10, two evaluations on two cores still put `/healthz`
 /// p99 at 5–6 ms in `scripts/app-load.sh` on a quiet machine; at +19 it was 3–5 ms
 /// (docs/performance.md, "The App under load"). The evaluations lose nothing on an idle machine.
-pub const BACKGROUND_NICE: i32 = 19;
+pub(crate) const BACKGROUND_NICE: i32 = 19;
 
 /// A runtime for the job worker, apart from the one answering HTTP. An evaluation reads
 /// gigabytes on its runtime's blocking pool (inflating, parsing, hashing on a second thread)
@@ -49,7 +49,7 @@ pub const BACKGROUND_NICE: i32 = 19;
 /// among them — runs at the caller's nice value plus [`BACKGROUND_NICE`], so the scheduler
 /// gives `/healthz` and webhook acknowledgements the core as soon as they wake. Elsewhere the
 /// runtime is only separate.
-pub fn background_runtime(name: &str) -> std::io::Result<tokio::runtime::Runtime> {
+pub(crate) fn background_runtime(name: &str) -> std::io::Result<tokio::runtime::Runtime> {
     // Relative to the caller's, once: a blocking thread started by a worker thread already
     // has the lower priority it inherited.
     let nice = current_nice().map(|n| (n + BACKGROUND_NICE).min(19));
@@ -66,7 +66,7 @@ pub fn background_runtime(name: &str) -> std::io::Result<tokio::runtime::Runtime
 
 /// `task` run on `handle` (another runtime's) instead of where it is spawned; a panic in it
 /// is resumed, as if it had run in place.
-pub fn on_runtime(handle: tokio::runtime::Handle, task: Task) -> Task {
+pub(crate) fn on_runtime(handle: tokio::runtime::Handle, task: Task) -> Task {
     Box::new(move |shutdown| {
         Box::pin(async move {
             match handle.spawn(task(shutdown)).await {

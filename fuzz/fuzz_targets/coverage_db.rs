@@ -5,7 +5,7 @@
 #[path = "common.rs"]
 mod common;
 
-use flakegate::evidence::coverage_db::read_data_file_blocking;
+use flakegate::evidence::coverage_db::read_data_file;
 use flakegate::gate::coverage::PathMatcher;
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
     let matcher = M.get_or_init(|| PathMatcher::new(common::PROJECT_PATHS.iter().copied()));
     let path = common::scratch().join(".coverage");
     std::fs::write(&path, data).unwrap();
-    if let Ok(cov) = read_data_file_blocking(&path, matcher) {
+    if let Ok(cov) = read_data_file(&path, matcher) {
         for path in cov.files.keys() {
             assert!(
                 common::PROJECT_PATHS.contains(&path.as_str()),

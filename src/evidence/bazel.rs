@@ -72,11 +72,6 @@ fn is_shard_dir(p: &str) -> bool {
         .is_some_and(|(a, b)| !a.is_empty() && !b.is_empty() && a.bytes().chain(b.bytes()).all(|c| c.is_ascii_digit()))
 }
 
-/// Is `dir` laid out as bazel-testlogs (some `<target>/coverage.dat` below it)?
-pub fn is_testlogs(dir: &Path) -> bool {
-    files_named(dir, "coverage.dat").is_ok_and(|f| !f.is_empty())
-}
-
 /// A file read, with its bytes (for its digest).
 pub type FileRead = (PathBuf, Vec<u8>);
 

@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// The schema version coverage.py 5.0 through 7.x write.
-pub const SCHEMA_VERSION: i64 = 7;
+pub(crate) const SCHEMA_VERSION: i64 = 7;
 
 const TABLES: [&str; 6] = ["coverage_schema", "meta", "file", "context", "line_bits", "arc"];
 

@@ -1,5 +1,5 @@
 //! Reading the evidence from disk — an evidence directory laid out as the CI
-//! artifact is, or each part named on its own — and [`assemble`], the one
+//! artifact is, or each part named on its own — and `assemble`, the one
 //! pipeline that turns a face's files into the gate's input. This is the I/O
 //! adapter in front of the pure readers in `gate`; the command line and the
 //! App both use it (docs/design.md, "The pipeline").
@@ -14,8 +14,8 @@
 //! meta.json                     {base_sha, head_sha, k, seed, test_command}
 //! ```
 
-pub mod assemble;
-pub mod bazel;
+pub(crate) mod assemble;
+pub(crate) mod bazel;
 pub mod coverage_db;
 mod lcov;
 
@@ -51,7 +51,7 @@ fn display(p: &Path) -> String {
 }
 
 /// Read a file as UTF-8 text, with a located error for non-UTF-8 bytes.
-pub fn read_text(path: &Path) -> Result<(String, Vec<u8>), InputError> {
+pub(crate) fn read_text(path: &Path) -> Result<(String, Vec<u8>), InputError> {
     let name = display(path);
     let bytes = std::fs::read(path).map_err(|e| InputError::new(Location::file(&name), format!("cannot read: {e}")))?;
     let text = text_of(&name, &bytes)?;
@@ -603,7 +603,7 @@ fn looks_like_probe_json(t: &str) -> bool {
 // ---- the evidence artifact (the App) ----------------------------------------------------
 
 /// The evidence directory inside an extracted artifact: its root, or a lone `evidence/` in it.
-pub fn evidence_root(extracted: &Path) -> PathBuf {
+pub(crate) fn evidence_root(extracted: &Path) -> PathBuf {
     let nested = extracted.join("evidence");
     let root_has_evidence = [
         "meta.json",
@@ -625,7 +625,7 @@ pub fn evidence_root(extracted: &Path) -> PathBuf {
 /// Paths inside the extracted artifact as the artifact names them (`flakegate-evidence/results/…`),
 /// not as this server's scratch directory: no host paths in what is published, and the same
 /// evidence gives the same record on every evaluation.
-pub fn artifact_relative(report: &mut crate::gate::Report, extracted: &Path, artifact: &str) {
+pub(crate) fn artifact_relative(report: &mut crate::gate::Report, extracted: &Path, artifact: &str) {
     let root = extracted.display().to_string();
     let fix = |s: &mut String| {
         if s.contains(&root) {

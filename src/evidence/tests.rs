@@ -111,7 +111,7 @@ fn the_mapped_and_the_block_path_agree() {
 }
 
 /// However large a changed file's entry, only the witnesses of the lines the gate
-/// reads are kept (issue 11 item 14): the same as a full read on those lines, none
+/// reads are kept: the same as a full read on those lines, none
 /// elsewhere; which lines ran is kept whole.
 #[test]
 fn only_the_lines_the_gate_reads_keep_their_witnesses() {

@@ -190,7 +190,7 @@ impl Attribution {
 
 /// The coverage's tests that no head result names, when the coverage's ids are not
 /// pytest node ids (LCOV `TN:` names, Bazel labels): an id that cannot be joined is
-/// blind, never stable (issue 14). Empty without head results (row 7 says so).
+/// blind, never stable. Empty without head results (row 7 says so).
 pub(crate) fn unjoined_tests(ev: &crate::gate::Evidence) -> BTreeSet<TestId> {
     let (Some(cov), Some(res)) = (&ev.coverage, &ev.results) else {
         return BTreeSet::new();

@@ -6,7 +6,7 @@
 pub const CODEOWNERS_PATHS: &[&str] = &[".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS"];
 
 /// GitHub does not load a CODEOWNERS file of 3 MB or more; neither do we.
-pub const MAX_BYTES: usize = 3 * 1024 * 1024;
+pub(crate) const MAX_BYTES: usize = 3 * 1024 * 1024;
 
 /// One character-level piece of a path component's pattern.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -82,7 +82,7 @@ pub enum SignalLevel {
 }
 
 /// Per caveat signal, what it does (`policy.signals`); an unset signal is a caveat.
-/// Keys are the signals' codes ([`Signal::KEYS`]); any other key is an error naming its
+/// Keys are the signals' codes (`Signal::KEYS`); any other key is an error naming its
 /// line and column and listing the keys, as a struct's unknown field is.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Signals(BTreeMap<Signal, SignalLevel>);
@@ -96,6 +96,7 @@ impl Signals {
     pub fn for_code(&self, code: ReasonCode) -> Option<SignalLevel> {
         code.signal().and_then(|s| self.get(s))
     }
+    #[cfg(test)]
     pub fn set(&mut self, signal: Signal, level: SignalLevel) {
         self.0.insert(signal, level);
     }
@@ -223,11 +224,11 @@ pub struct Policy {
 }
 
 /// Where the repository configuration lives (read at the base commit).
-pub const CONFIG_PATH: &str = ".github/flakegate.yml";
+pub(crate) const CONFIG_PATH: &str = ".github/flakegate.yml";
 
 /// `.github/**` (workflows, CODEOWNERS, the ledger, this config) cannot be executed by a test; the
 /// trust rules judge the parts of it that shape the evidence.
-pub const DEFAULT_NO_EVIDENCE_PATHS: &[&str] =
+pub(crate) const DEFAULT_NO_EVIDENCE_PATHS: &[&str] =
     &["**/*.md", "**/*.rst", "**/*.txt", "docs/**", "LICENSE*", ".github/**"];
 
 impl Default for Policy {
@@ -307,7 +308,7 @@ pub fn parse_config(file: &str, text: &str) -> Result<Config, InputError> {
 }
 
 /// Is this a GitHub handle (`@user` or `@org/team`)?
-pub fn is_handle(s: &str) -> bool {
+pub(crate) fn is_handle(s: &str) -> bool {
     let Some(rest) = s.strip_prefix('@') else { return false };
     let ok = |p: &str| {
         !p.is_empty()

@@ -9,13 +9,13 @@
 //! and every bad input is an [`InputError`] naming file, line and column. The
 //! command line and the App are two faces over [`evaluate`].
 //!
-//! Where things are: [`input`] is what the gate decides on ([`GateInput`],
-//! [`Evidence`]); [`verdict`] is the decision, one function per row of the
-//! table, over the per-line witnesses of `attribution.rs`; [`report`] is the
+//! Where things are: `input` is what the gate decides on ([`GateInput`],
+//! [`Evidence`]); `verdict` is the decision, one function per row of the
+//! table, over the per-line witnesses of `attribution.rs`; `report` is the
 //! evidence record it returns. The readers are [`patch`], [`coverage`],
 //! [`results`], [`probe`], [`ledger`] (also the patch's ledger edits),
 //! [`config`] and [`codeowners`]; `trust` holds the trust rules and the test
-//! weakenings; [`inert`] makes untrusted strings safe to show; [`nodeid`] is
+//! weakenings; `inert` makes untrusted strings safe to show; `nodeid` is
 //! pytest's node ids and coverage contexts; [`error`] is [`InputError`] and its
 //! [`Location`].
 //!
@@ -26,30 +26,28 @@ pub mod codeowners;
 pub mod config;
 pub mod coverage;
 pub mod error;
-pub mod expiry;
-pub mod history;
-pub mod inert;
-pub mod input;
+pub(crate) mod expiry;
+pub(crate) mod history;
+pub(crate) mod inert;
+pub(crate) mod input;
 pub(crate) mod json_spans;
 pub mod ledger;
-pub mod nodeid;
+pub(crate) mod nodeid;
 pub mod patch;
 pub mod probe;
-pub mod report;
+pub(crate) mod report;
 pub mod results;
-pub mod scopes;
+pub(crate) mod scopes;
 pub(crate) mod trust;
-pub mod verdict;
+pub(crate) mod verdict;
 
-pub use config::Policy;
-pub use coverage::{Coverage, FileCoverage};
 pub use error::{InputError, Location};
-pub use input::{Evidence, GateInput, Meta};
-pub use ledger::{FreezeEntry, Ledger};
-pub use nodeid::{Phase, TestId};
-pub use patch::{FileChange, FileStatus, Patch};
-pub use probe::Probe;
-pub use report::InputDigest;
-pub use report::{Reason, ReasonCode, Report, Verdict};
-pub use results::{Outcome, TestResults};
+pub use history::{HistoryPolicy, Observation, RunKind, Source};
+pub use input::{Evidence, GateInput};
+pub use ledger::Ledger;
+pub use nodeid::TestId;
+pub use patch::Patch;
+pub use report::Report;
 pub use verdict::evaluate;
+
+pub(crate) use report::InputDigest;

@@ -144,7 +144,7 @@ pub fn junit_key(id: &TestId) -> (String, String) {
     (classname, name)
 }
 
-/// The kinds of test id the gate joins on (README, "Other languages").
+/// The kinds of test id the gate joins on (docs/cli.md, "Other languages").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IdKind {
@@ -211,7 +211,7 @@ impl IdKind {
 /// `(None, name)` for any classname (an LCOV test name, a Bazel label).
 pub type JoinKey = (Option<String>, String);
 
-/// The JUnit cases `id` joins with (documented in the README, "Other languages"):
+/// The JUnit cases `id` joins with (documented in docs/cli.md, "Other languages"):
 /// - pytest node id → its [`junit_key`];
 /// - LCOV test name `T` → a case named `T` (cmocka, GoogleTest's `TEST(Suite, T)`
 ///   written as suite `Suite`, name `T`: the classname is not part of a `TN:` name);

@@ -69,7 +69,7 @@ impl Probe {
 }
 
 /// A rate as a percentage, rounded up to a tenth (never claims more than K runs show): 0.28045 → "28.1 %".
-pub fn pct(r: f64) -> String {
+pub(crate) fn pct(r: f64) -> String {
     let tenths = (r * 1000.0 - 1e-6).ceil();
     if tenths % 10.0 == 0.0 {
         format!("{:.0} %", tenths / 10.0)
@@ -80,14 +80,14 @@ pub fn pct(r: f64) -> String {
 
 /// Chance that K runs of a test failing with rate p show both outcomes:
 /// 1 − p^K − (1 − p)^K.
-pub fn detection_chance(p: f64, k: u32) -> f64 {
+pub(crate) fn detection_chance(p: f64, k: u32) -> f64 {
     let k = f64::from(k);
     1.0 - p.powf(k) - (1.0 - p).powf(k)
 }
 
 /// The smallest failure rate p ≤ 0.5 that K runs reveal with at least
 /// `confidence` chance (e.g. 0.9), or None when no rate does (K too small).
-pub fn min_detectable_rate(k: u32, confidence: f64) -> Option<f64> {
+pub(crate) fn min_detectable_rate(k: u32, confidence: f64) -> Option<f64> {
     if !confidence.is_finite() || detection_chance(0.5, k) < confidence {
         return None;
     }
@@ -374,7 +374,7 @@ fn show(v: &JVal) -> String {
 /// absent from, do not count. A failed attempt that a rerun plugin ran again
 /// (`reruns`) counts as one more run, failed. Tests with no counted run are left out: a test
 /// the probe never saw pass or fail is not shown stable.
-pub fn from_runs(runs: &[TestResults]) -> Probe {
+pub(crate) fn from_runs(runs: &[TestResults]) -> Probe {
     let mut tests: BTreeMap<TestId, ProbeCounts> = BTreeMap::new();
     for run in runs {
         for (id, r) in &run.tests {
@@ -409,7 +409,7 @@ pub fn from_runs(runs: &[TestResults]) -> Probe {
 /// One shard of a probe spread over parallel CI jobs: its runs and what its
 /// `meta.json` says (`probe/<shard>/meta.json`).
 #[derive(Debug, Clone)]
-pub struct ProbeShard {
+pub(crate) struct ProbeShard {
     /// The shard's directory, as errors name it.
     pub name: String,
     /// `meta.json`'s `base_sha`.
@@ -421,7 +421,7 @@ pub struct ProbeShard {
 /// same, and have collected the same tests (the node ids of its runs, skipped
 /// ones included); else a clear error naming both shards. The counts are then
 /// [`from_runs`] over every shard's runs.
-pub fn merge_shards(shards: &[ProbeShard]) -> Result<Probe, InputError> {
+pub(crate) fn merge_shards(shards: &[ProbeShard]) -> Result<Probe, InputError> {
     let collected = |s: &ProbeShard| -> std::collections::BTreeSet<TestId> {
         s.runs.iter().flat_map(|r| r.tests.keys().cloned()).collect()
     };

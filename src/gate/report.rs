@@ -48,8 +48,8 @@ impl std::fmt::Display for Verdict {
 /// [`is_about_the_patchs_evidence`](ReasonCode::is_about_the_patchs_evidence); the caveat
 /// [`Signal`]s that key `policy.signals` (`gate::config::Signals`: their config keys, their
 /// parsing and its errors); and the docs' codes table (the one between the
-/// `reason-codes:begin`/`end` markers in README.md or docs/*.md, now
-/// `docs/evidence-record.md`), which a test checks against this one.
+/// `reason-codes:begin`/`end` markers, in `docs/evidence-record.md`), which a test checks
+/// against this one.
 ///
 /// A row: the variant and its one-line description (its doc comment), then
 /// - `code`: the code as the record and the config spell it (two rows may share one:
@@ -59,7 +59,7 @@ impl std::fmt::Display for Verdict {
 ///   config's keys — the order a config serialises them and an unknown key's error lists
 ///   them, kept from when each was a field; a new signal takes the next place;
 /// - `about_evidence`: whether the reason is about what the patch did to the evidence that
-///   judges it (README, "Agent-proofing"): the trust rules and the weakening signals. The
+///   judges it (docs/security.md, "Agent-proofing"): the trust rules and the weakening signals. The
 ///   App names these in the pull-request comment and annotates their places, besides the
 ///   check run's summary.
 ///
@@ -103,7 +103,7 @@ macro_rules! reason_codes {
                 }
             }
 
-            /// Reasons about what the patch did to the evidence that judges it (README,
+            /// Reasons about what the patch did to the evidence that judges it (docs/security.md,
             /// "Agent-proofing"): the trust rules and the weakening signals. The App names them
             /// in the pull-request comment and annotates their places, besides the check run's
             /// summary.
@@ -586,9 +586,11 @@ impl Report {
     pub fn first_reason(&self) -> Option<&Reason> {
         self.reasons.first()
     }
+    #[cfg(test)]
     pub fn has(&self, code: &str) -> bool {
         self.reasons.iter().any(|r| r.code.as_str() == code)
     }
+    #[cfg(test)]
     pub fn codes(&self) -> Vec<&'static str> {
         self.reasons.iter().map(|r| r.code.as_str()).collect()
     }

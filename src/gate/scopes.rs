@@ -113,6 +113,7 @@ impl SourceMap {
         self.definitions.get(k)
     }
 
+    #[cfg(test)]
     pub fn definitions(&self) -> &[Definition] {
         &self.definitions
     }

@@ -1,5 +1,5 @@
 //! GitHub for the App: the webhook events it acts on ([`event`], typed once at the
-//! boundary), the types and limits of what it sends ([`types`]), and the client —
+//! boundary), the types and limits of what it sends (`types`), and the client —
 //! installation auth, pull requests and diffs, contents at a sha, evidence artifacts
 //! (streamed, capped, safely extracted), check runs and the sticky comment.
 //!
@@ -9,15 +9,21 @@
 //! drops authentication for any host but api.github.com).
 
 pub mod artifact;
-pub mod auth;
-pub mod client;
-pub mod error;
+pub(crate) mod auth;
+pub(crate) mod client;
+pub(crate) mod error;
 pub mod event;
-pub mod manifest;
-pub mod types;
+pub(crate) mod manifest;
+pub(crate) mod types;
 
 pub use artifact::{extract_zip, ArtifactError, ArtifactLimits};
 pub use auth::AppCredentials;
-pub use client::{GithubApp, InstallationClient, DEFAULT_API_URL};
+pub use client::{GithubApp, InstallationClient};
 pub use error::{GithubError, Wait};
-pub use types::*;
+pub use types::{
+    Annotation, AnnotationLevel, AppId, Artifact, CheckAction, CheckOutput, CheckRunFields, CheckStatus, CommitSha,
+    Conclusion, InstallationId, PatchSource, PullNumber, PullRequest, RepoName, User,
+};
+
+pub(crate) use client::DEFAULT_API_URL;
+pub(crate) use types::*;

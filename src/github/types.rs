@@ -237,11 +237,11 @@ pub struct CheckAction {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CheckOutput {
     pub title: String,
-    /// At most [`OUTPUT_MAX_BYTES`] bytes.
+    /// At most `OUTPUT_MAX_BYTES` bytes.
     pub summary: String,
-    /// At most [`OUTPUT_MAX_BYTES`] bytes.
+    /// At most `OUTPUT_MAX_BYTES` bytes.
     pub text: Option<String>,
-    /// Any number, most important first: sent [`ANNOTATIONS_PER_REQUEST`] per request.
+    /// Any number, most important first: sent `ANNOTATIONS_PER_REQUEST` per request.
     pub annotations: Vec<Annotation>,
 }
 

@@ -90,7 +90,7 @@ fn lines_of(report: &Report, tests: &BTreeSet<&str>) -> Vec<String> {
 /// The sticky comment's body, or None when there is nothing to say and no
 /// earlier comment to correct. `previous` is the body of the comment already
 /// on the pull request, if any.
-pub fn comment_body(report: &Report, config: &Config, previous: Option<&str>) -> Option<String> {
+pub(crate) fn comment_body(report: &Report, config: &Config, previous: Option<&str>) -> Option<String> {
     let mut owners: Vec<OwnerCtx> = report
         .blind_owners
         .iter()
@@ -188,7 +188,7 @@ pub fn comment_body(report: &Report, config: &Config, previous: Option<&str>) ->
 }
 
 /// Whether the comment must be edited: bodies differ beyond trailing whitespace.
-pub fn comment_changed(old: &str, new: &str) -> bool {
+pub(crate) fn comment_changed(old: &str, new: &str) -> bool {
     let norm = |s: &str| -> Vec<String> { s.trim_end().lines().map(|l| l.trim_end().to_string()).collect() };
     norm(old) != norm(new)
 }

@@ -5,13 +5,13 @@
 //! field is cut to GitHub's limits here; `worker::post` sends what this makes and
 //! `cli::check` prints it.
 
-pub mod annotations;
-pub mod check_run;
+pub(crate) mod annotations;
+pub(crate) mod check_run;
 pub mod comment;
-pub mod expired_freezes;
+pub(crate) mod expired_freezes;
 pub(crate) mod markdown;
 pub(crate) mod record;
-pub mod shared_head;
+pub(crate) mod shared_head;
 pub(crate) mod terminal;
 #[cfg(test)]
 mod test_cases;

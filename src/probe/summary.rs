@@ -221,7 +221,7 @@ pub fn power_of(k: u32) -> Power {
     }
 }
 
-pub use crate::gate::probe::pct;
+pub(crate) use crate::gate::probe::pct;
 
 struct Classified<'a> {
     status: &'static str,

@@ -19,7 +19,7 @@ use secrecy::SecretString;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use crate::metrics::Metrics;
+use crate::metrics::Metrics;
 
 /// What an unauthenticated client can make the server hold: the body of a webhook is
 /// read before its signature can be checked.
@@ -36,7 +36,7 @@ pub struct Limits {
 }
 
 /// Bytes of webhook bodies in flight at once by default: a few of GitHub's largest.
-pub const DEFAULT_BODY_BUDGET: usize = 64 * 1024 * 1024;
+pub(crate) const DEFAULT_BODY_BUDGET: usize = 64 * 1024 * 1024;
 
 impl Limits {
     pub fn new(max_body: usize, budget: usize, body_timeout: Duration, header_timeout: Duration) -> Self {
@@ -195,7 +195,7 @@ async fn serve_http(listener: tokio::net::TcpListener, state: AppState, shutdown
 
 /// Bind `config.listen` and serve until SIGTERM or SIGINT; `metrics` are those the worker and
 /// the GitHub client count into too.
-pub async fn serve(
+pub(crate) async fn serve(
     config: &AppConfig,
     store: Arc<Store>,
     metrics: Arc<Metrics>,

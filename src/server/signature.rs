@@ -16,7 +16,7 @@ pub fn sign(secret: &[u8], body: &[u8]) -> String {
 
 /// Whether `header` is a valid signature of `body` under any of `secrets` (rotation).
 /// The digest comparison is constant time.
-pub fn verify(secrets: &[SecretString], header: Option<&str>, body: &[u8]) -> bool {
+pub(crate) fn verify(secrets: &[SecretString], header: Option<&str>, body: &[u8]) -> bool {
     let Some(hex_digest) = header.and_then(|h| h.trim().strip_prefix("sha256=")) else {
         return false;
     };

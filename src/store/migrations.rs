@@ -69,7 +69,7 @@ const EVIDENCE_RUNS: &str =
 /// The digest of what was last sent to each published subject (`Store::publication`).
 const PUBLICATIONS: &str = "CREATE TABLE publications (repo TEXT NOT NULL, subject TEXT NOT NULL, digest TEXT NOT \
                             NULL, PRIMARY KEY (repo, subject))";
-/// The expired-freezes issue of each repository (`Store::expiry_issue`; issue 0: none open) and
+/// The expired-freezes issue of each repository (`Store::expiry_issue`; issue number 0: none open) and
 /// named locks with an expiry (`Store::try_lock`). Two statements, the same on both backends.
 const EXPIRY_ISSUES: &str = "CREATE TABLE expiry_issues (repo TEXT PRIMARY KEY, issue_number BIGINT NOT NULL, \
                              list_sha256 TEXT NOT NULL); CREATE TABLE named_locks (name TEXT PRIMARY KEY, owner \

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 /// The database behind a `DATABASE_URL`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
+pub(crate) enum Backend {
     Sqlite,
     Postgres,
 }

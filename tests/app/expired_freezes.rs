@@ -513,7 +513,7 @@ async fn a_sweep_skips_an_installation_low_on_rate_limit() {
 
 /// One observation in repository `repo_id`'s flake history, recorded now.
 async fn remember(app: &App, repo_id: i64) {
-    use flakegate::gate::history::{Observation, RunKind, Source};
+    use flakegate::gate::{Observation, RunKind, Source};
     let now = (app.clock())();
     let o = Observation {
         test: flakegate::gate::TestId::new("tests/test_x.py::test_y"),

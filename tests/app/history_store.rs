@@ -3,8 +3,7 @@
 //! forget what they should, and a repository is its id.
 
 use chrono::{DateTime, Duration as Span, NaiveDate, TimeZone as _, Utc};
-use flakegate::gate::history::{HistoryPolicy, Observation, RunKind, Source};
-use flakegate::gate::TestId;
+use flakegate::gate::{HistoryPolicy, Observation, RunKind, Source, TestId};
 use flakegate::store::HistoryQuery;
 
 use crate::store::{contract, Db};

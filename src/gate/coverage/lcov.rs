@@ -26,11 +26,11 @@ use std::io::BufRead;
 
 /// The longest line accepted (a function name of a C++ template can be long;
 /// nothing legitimate is megabytes).
-pub const MAX_LINE_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_LINE_BYTES: usize = 64 * 1024;
 
 /// Reads one or more tracefiles into one [`Coverage`].
 #[derive(Debug)]
-pub struct LcovReader<'m> {
+pub(crate) struct LcovReader<'m> {
     matcher: &'m PathMatcher,
     files: BTreeMap<String, FileCoverage>,
     mapped_paths: Vec<(String, String)>,
@@ -317,7 +317,7 @@ pub fn read_lcov(file: &str, input: impl BufRead, matcher: &PathMatcher) -> Resu
 }
 
 /// Does this text start like an LCOV tracefile?
-pub fn looks_like_lcov(head: &[u8]) -> bool {
+pub(crate) fn looks_like_lcov(head: &[u8]) -> bool {
     let t = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
     let t = &t[t.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(t.len())..];
     ["TN:", "SF:", "VER:"].iter().any(|k| t.starts_with(k.as_bytes()))

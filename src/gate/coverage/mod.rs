@@ -5,8 +5,8 @@
 //! This file is the model, and what every reader shares. Two readers fill
 //! [`Coverage`]: [`json::read_json`] (a stream over any `impl Read`), and the
 //! crate's reader of the SQLite `.coverage` data file (which does I/O, so it
-//! lives outside `gate`). Both record contexts through [`ContextCollector`]
-//! and add files with [`insert_file`], so the same run gives the same witnesses.
+//! lives outside `gate`). Both record contexts through `ContextCollector`
+//! and add files with `insert_file`, so the same run gives the same witnesses.
 
 pub mod json;
 pub mod lcov;
@@ -167,45 +167,16 @@ fn normalise(p: &str) -> String {
     s.to_string()
 }
 
-/// Add one context of one line to a file's coverage; returns true for a test
-/// context. The readers go through [`ContextCollector`], which does the same
-/// and also recognises a static context's bare import-time label (`py311`).
-pub fn record_context(fc: &mut FileCoverage, line: u32, context: &str, foreign: &mut Vec<String>) -> bool {
-    match crate::gate::nodeid::parse_context(context) {
-        ContextKind::ImportTime => {
-            fc.import_time.insert(line);
-            false
-        }
-        ContextKind::Test(test, phase) => {
-            fc.tests.insert(test.clone());
-            fc.witnesses
-                .entry(line)
-                .or_default()
-                .entry(test)
-                .or_default()
-                .insert(phase);
-            true
-        }
-        ContextKind::Other(s) => {
-            if foreign.len() < 20 && !foreign.contains(&s) {
-                foreign.push(s);
-            }
-            false
-        }
-    }
-}
-
 /// Collects the contexts a reader meets and resolves them at the end (shared
 /// by both readers, so the same run gives the same witnesses).
 ///
-/// Beyond [`record_context`], it understands coverage.py's static context
-/// (`[run] context = py311`): test contexts then read `py311|tests/…::t|run`
+/// It understands coverage.py's static context (`[run] context = py311`): test contexts then read `py311|tests/…::t|run`
 /// (the prefix is stripped by [`parse_context`](crate::gate::nodeid::parse_context))
 /// and import-time code reads `py311` instead of `""`. A non-test context equal
 /// to a static prefix seen on some test context is import-time code; the other
 /// non-test contexts are foreign (sampled, at most 20).
 #[derive(Debug, Default)]
-pub struct ContextCollector {
+pub(crate) struct ContextCollector {
     /// non-test context → (repository path, line) where it was seen.
     others: BTreeMap<String, BTreeSet<(String, u32)>>,
     static_prefixes: BTreeSet<String>,
@@ -215,11 +186,6 @@ pub struct ContextCollector {
 }
 
 impl ContextCollector {
-    /// A collector that keeps every line's witnesses.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// A collector that keeps the witnesses of the lines `matcher` keeps.
     pub fn for_matcher(matcher: &PathMatcher) -> Self {
         ContextCollector {
@@ -404,7 +370,7 @@ fn merge_file(dst: &mut FileCoverage, src: FileCoverage) {
 
 /// Insert `(repo, fc)` into `files`, merging with an earlier entry, and note
 /// the mapping when it was by suffix (shared by both readers).
-pub fn insert_file(
+pub(crate) fn insert_file(
     cov_files: &mut BTreeMap<String, FileCoverage>,
     mapped_paths: &mut Vec<(String, String)>,
     coverage_path: &str,
@@ -430,7 +396,7 @@ fn numbits_have_a_line(bits: &[u8]) -> bool {
     bits.first().is_some_and(|b| b & !1 != 0) || bits.iter().skip(1).any(|&b| b != 0)
 }
 
-pub fn decode_numbits(bits: &[u8]) -> Vec<u32> {
+pub(crate) fn decode_numbits(bits: &[u8]) -> Vec<u32> {
     let mut out = Vec::new();
     for (byte_i, byte) in bits.iter().enumerate() {
         for bit in 0..8 {

@@ -1,5 +1,5 @@
 //! The patch: which files a pull request touches and which new-side lines it
-//! adds. Two readers build the same [`Patch`]: [`parse_unified`] reads git's
+//! adds. Two readers build the same [`Patch`]: `parse_unified` reads git's
 //! unified diff text (`unified.rs`: a strict scanner, then diffy),
 //! [`parse_github_files`] GitHub's pull-request files listing
 //! (`github_files.rs`), and [`parse_patch`] picks the one the input is in.
@@ -18,7 +18,9 @@ mod unified;
 
 pub use github_files::parse_github_files;
 pub use model::{AddedLine, ContextLine, Deletion, FileChange, FileStatus, Patch, RemovedLine, Scope};
-pub use unified::{parse_unified, parse_unified_bytes};
+#[cfg(test)]
+pub(crate) use unified::parse_unified;
+pub(crate) use unified::parse_unified_bytes;
 
 use crate::gate::error::{text_of, InputError};
 
@@ -26,7 +28,7 @@ use crate::gate::error::{text_of, InputError};
 /// starts with `[` (after leading whitespace), git's unified diff otherwise.
 /// A listing that is not UTF-8 is an error naming the line and column of the
 /// first bad byte (JSON is UTF-8); in a diff, a file whose lines are not UTF-8
-/// is marked unreadable (see [`parse_unified_bytes`]).
+/// is marked unreadable (see `parse_unified_bytes`).
 pub fn parse_patch(name: &str, bytes: &[u8]) -> Result<Patch, InputError> {
     let listing = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
     if listing {

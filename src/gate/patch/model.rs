@@ -52,6 +52,7 @@ fn names_as_list<S: Serializer>(names: &Arc<[String]>, s: S) -> Result<S::Ok, S:
 
 impl Scope {
     /// Module level: inside no `def` or `class`.
+    #[cfg(test)]
     pub fn module() -> Self {
         Scope::Known {
             names: Arc::from([]),

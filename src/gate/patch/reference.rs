@@ -1,4 +1,4 @@
-//! The parser as it was before issue 12 (diffy reads each hunk, every line's text
+//! The parser as it was before hunks were read in place (diffy reads each hunk, every line's text
 //! and scope are built as owned strings), kept for the tests: the parser must give
 //! the same [`Patch`] on every input, and the same error on every bad one.
 

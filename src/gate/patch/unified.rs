@@ -31,7 +31,7 @@
 //! The hunks, once the scanner has checked them, are read here ([`lines_of`]):
 //! diffy builds a list of every line of every hunk before the model can be built
 //! from it, an allocation per hunk and one more pass that a 100 MB diff pays in
-//! full (issue 12). The reading is the one diffy did, and a test keeps the
+//! full (docs/performance.md, "The diff parser"). The reading is the one diffy did, and a test keeps the
 //! previous parser (`reference.rs`) to show the two agree on every input.
 //!
 //! Both passes are linear in the input.

@@ -153,7 +153,7 @@ fn rebuild_xunit1(file: &str, classname: &str, name: &str) -> Option<String> {
 
 /// Parse JUnit XML. xunit1 records carry `file`; their node ids are rebuilt
 /// from file + classname + name. xunit2 records are matched against
-/// `known` (ids from coverage) by [`crate::gate::nodeid::junit_join_keys`]:
+/// `known` (ids from coverage) by `gate::nodeid::junit_join_keys`:
 /// exactly one match or the case is reported unmatched, never guessed.
 pub fn parse_junit(file: &str, text: &str, known: &BTreeSet<TestId>) -> Result<TestResults, InputError> {
     let mut recorder = Recorder {

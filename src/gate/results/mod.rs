@@ -17,13 +17,13 @@ use std::collections::BTreeSet;
 
 /// Which format a result file is in, sniffed from its first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ResultFormat {
+pub(crate) enum ResultFormat {
     ReportLog,
     JUnit,
 }
 
 /// Sniff the format: XML (`<`) → JUnit, JSON lines (`{`) → report-log.
-pub fn sniff(text: &str) -> Option<ResultFormat> {
+pub(crate) fn sniff(text: &str) -> Option<ResultFormat> {
     let t = text.trim_start_matches('\u{feff}').trim_start();
     if t.starts_with('<') {
         Some(ResultFormat::JUnit)

@@ -88,6 +88,7 @@ pub struct UnmatchedCase {
 
 impl TestResults {
     /// The tests that failed and then passed on a rerun in this run.
+    #[cfg(test)]
     pub fn head_flaky(&self) -> impl Iterator<Item = (&TestId, &TestResult)> {
         self.tests.iter().filter(|(_, r)| r.is_head_flaky())
     }

@@ -1,5 +1,5 @@
-//! Checks a patch defeats while keeping them, part of `weakened_test` (issue 10
-//! items 3–5): hand-written retries (a loop around an assertion whose failure an
+//! Checks a patch defeats while keeping them, part of `weakened_test`:
+//! hand-written retries (a loop around an assertion whose failure an
 //! `except` or `suppress` absorbs), assertions swallowed (`try`/`except` that does
 //! not re-raise, `contextlib.suppress`, `pytest.raises(AssertionError)` around a
 //! check), and assertions loosened in place (`==` made a membership, inequality,
@@ -557,7 +557,7 @@ fn loosening(r: &str, a: &str) -> Option<String> {
     })
 }
 
-/// Item 4: an assert of an existing test replaced by a weaker one.
+/// An assert of an existing test replaced by a weaker one.
 fn loosened_in_place(fc: &FileChange, out: &mut Vec<Weakening>) {
     let new_file = matches!(fc.status, FileStatus::Added | FileStatus::Copied);
     if new_file {

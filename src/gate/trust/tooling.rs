@@ -1,5 +1,5 @@
 //! What a patch changes around the test run itself, part of
-//! `evidence_config_changed` (issue 10 items 6–8): pytest hooks that see or
+//! `evidence_config_changed`: pytest hooks that see or
 //! alter outcomes or collection (in any Python file: a module becomes a plugin
 //! through `conftest.py`, `pytest_plugins`, `-p` or a `pytest11` entry point),
 //! the test tooling the suite installs (pytest, coverage, pytest plugins in
@@ -458,7 +458,7 @@ fn head_line_of_removed(fc: &FileChange, old_line: u32) -> Option<u32> {
     Some(above.map_or(1, |c| c.line + 1))
 }
 
-/// Item 6: pytest hooks added, changed or removed in a Python file, and plugins loaded.
+/// Pytest hooks added, changed or removed in a Python file, and plugins loaded.
 fn hooks(fc: &FileChange, out: &mut Vec<Finding>) {
     let mut seen: Vec<String> = Vec::new();
     let mut push = |line: Option<u32>, key: String, what: String| {
@@ -522,7 +522,7 @@ fn hooks(fc: &FileChange, out: &mut Vec<Finding>) {
     }
 }
 
-/// Item 6 in configuration: `-p NAME` given to pytest (an `addopts` continuation line).
+/// Plugins loaded by configuration: `-p NAME` given to pytest (an `addopts` continuation line).
 fn plugin_flag(fc: &FileChange, out: &mut Vec<Finding>) {
     if !matches!(
         file_name(&fc.path),
@@ -548,7 +548,7 @@ fn plugin_flag(fc: &FileChange, out: &mut Vec<Finding>) {
     }
 }
 
-/// Item 7: test tooling in a dependency file (distrust), other dependency changes (a note).
+/// Test tooling in a dependency file (distrust), other dependency changes (a note).
 fn dependencies(fc: &FileChange, kind: DepFile, t: &mut Tooling) {
     let (new, old) = (side(fc, true), side(fc, false));
     let mut added: Vec<(u32, String)> = Vec::new();
@@ -639,7 +639,7 @@ fn is_code_file(path: &str) -> bool {
         || matches!(name, "Makefile" | "GNUmakefile" | "Justfile" | "justfile")
 }
 
-/// Item 8: changed code that names the evidence files or variables, or drives coverage's API.
+/// Changed code that names the evidence files or variables, or drives coverage's API.
 fn writes_evidence(fc: &FileChange, out: &mut Vec<Finding>) {
     if runs_at_startup(&fc.path) {
         let line = fc.added.first().map(|a| a.line);

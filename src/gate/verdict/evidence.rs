@@ -114,7 +114,7 @@ impl Decision<'_> {
         if !self.unjoined.is_empty() {
             let names: Vec<&str> = self.unjoined.iter().map(TestId::as_str).collect();
             self.notes.push(format!(
-                "{} coverage test id(s) match no head result, so they are blind witnesses, never stable: {} (the coverage's {} must equal the results' id: see README, \"Other languages\")",
+                "{} coverage test id(s) match no head result, so they are blind witnesses, never stable: {} (the coverage's {} must equal the results' id: see docs/cli.md, \"Other languages\")",
                 names.len(),
                 names.join(", "),
                 cov.format.id_kind().describe()

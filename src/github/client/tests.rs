@@ -1,5 +1,8 @@
 //! The client's pure parts: base64, path encoding, and GitHub's limits checked before a request is sent.
 
+use super::checks::validate_fields;
+use super::contents::base64_decode;
+use super::issues::validate_comment;
 use super::*;
 
 #[test]

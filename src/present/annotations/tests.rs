@@ -15,7 +15,7 @@ fn a_huge_quoted_line_is_cut_to_githubs_annotation_limit() {
     let reason = r
         .reasons
         .iter_mut()
-        .find(|x| x.code == crate::gate::ReasonCode::WeakenedTest)
+        .find(|x| x.code == crate::gate::report::ReasonCode::WeakenedTest)
         .unwrap();
     reason.message = format!("adds a sleep: `time.sleep(0.01)  # {}`", "é".repeat(35_000));
     let a = annotations(&r);

@@ -3,7 +3,7 @@
 //! internal failure, saying only where an operator finds why.
 
 use super::*;
-use crate::gate::report::{LineClass, LineReport};
+use crate::gate::report::{LineClass, LineReport, Reason, ReasonCode};
 use crate::github::{Annotation, ACTION_DESCRIPTION_LIMIT, ACTION_IDENTIFIER_LIMIT, ACTION_LABEL_LIMIT, MAX_ACTIONS};
 use crate::present::test_cases::{case, case_with};
 
@@ -212,7 +212,7 @@ fn a_huge_report_is_cut_below_the_limit_and_stays_json() {
     // Even huge reasons leave valid JSON within the limit.
     let mut r = r;
     r.reasons = (0..200)
-        .map(|i| crate::gate::Reason::new(crate::gate::ReasonCode::FrozenOnly, format!("{i} {}", "x".repeat(1000))))
+        .map(|i| Reason::new(ReasonCode::FrozenOnly, format!("{i} {}", "x".repeat(1000))))
         .collect();
     let t = text(&r, OUTPUT_MAX_BYTES);
     assert!(t.len() <= OUTPUT_MAX_BYTES);
