@@ -33,6 +33,10 @@ pub struct AppConfig {
     /// `FLAKEGATE_SWEEP_INTERVAL`: how often every repository's ledger is swept for expired
     /// freezes (default daily); `None` (`off` or `0`): never.
     pub sweep_interval: Option<Duration>,
+    /// `FLAKEGATE_CLIENT_IP_HEADER`: the header a proxy in front of the App sets to the
+    /// client's address (`Fly-Client-IP` on fly.io), so the webhook's per-client byte budget
+    /// is kept per client rather than per proxy; `None`: the peer address is the client.
+    pub client_ip_header: Option<http::HeaderName>,
 }
 
 /// A setting that is missing or malformed; the message names the variable.
@@ -147,7 +151,18 @@ impl AppConfig {
             Some(v) => parse_interval(&v).map_err(|reason| invalid("FLAKEGATE_SWEEP_INTERVAL", reason))?,
         };
 
+        let client_ip_header = match get("FLAKEGATE_CLIENT_IP_HEADER") {
+            None => None,
+            Some(v) => Some(v.parse::<http::HeaderName>().map_err(|_| {
+                invalid(
+                    "FLAKEGATE_CLIENT_IP_HEADER",
+                    format!("expected a header name such as Fly-Client-IP, got {v:?}"),
+                )
+            })?),
+        };
+
         Ok(AppConfig {
+            client_ip_header,
             job_lease: std::time::Duration::from_secs(job_lease),
             app_id,
             private_key,
@@ -253,6 +268,21 @@ mod tests {
             AppConfig::from_env(env(&e)).unwrap().listen.to_string(),
             "127.0.0.1:9000"
         );
+    }
+
+    #[test]
+    fn client_ip_header() {
+        let mut e = base();
+        assert_eq!(AppConfig::from_env(env(&e)).unwrap().client_ip_header, None);
+        e.push(("FLAKEGATE_CLIENT_IP_HEADER", "Fly-Client-IP"));
+        assert_eq!(
+            AppConfig::from_env(env(&e)).unwrap().client_ip_header.unwrap().as_str(),
+            "fly-client-ip"
+        );
+        e.pop();
+        e.push(("FLAKEGATE_CLIENT_IP_HEADER", "not a header"));
+        let err = AppConfig::from_env(env(&e)).unwrap_err().to_string();
+        assert!(err.starts_with("FLAKEGATE_CLIENT_IP_HEADER is invalid"), "{err}");
     }
 
     #[test]
