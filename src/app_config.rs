@@ -11,8 +11,15 @@ pub const DEFAULT_DATABASE_URL: &str = "sqlite://flakegate.db?mode=rwc";
 pub const DEFAULT_GITHUB_API_URL: &str = "https://api.github.com";
 pub const DEFAULT_LISTEN: &str = "0.0.0.0:3000";
 /// Default `FLAKEGATE_JOB_LEASE_SECONDS`: how long a claimed job is an instance's before
-/// another instance may take it over (its heartbeat renews it every quarter of that).
-pub const DEFAULT_JOB_LEASE_SECONDS: u64 = 600;
+/// another instance may take it over (its heartbeat renews it every quarter of that, 15 s).
+/// A minute, so a killed instance's jobs on PostgreSQL move on within about a minute; a
+/// stable instance id that let a restarted instance reclaim its own jobs would not move the
+/// jobs of an instance that never comes back (scaled down, replaced by a deploy with a new
+/// machine id). On SQLite a starting instance takes every job left running at once
+/// (`store::Store::take_over_stranded_jobs`). Renewing every 15 s costs one indexed update
+/// per job in hand; a heartbeat 45 s late (the store unreachable that long) loses the job to
+/// another instance, which publishes nothing twice (`publications`).
+pub const DEFAULT_JOB_LEASE_SECONDS: u64 = 60;
 /// How often the expired-freezes sweep runs unless `FLAKEGATE_SWEEP_INTERVAL` says otherwise.
 pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(24 * 3600);
 
@@ -244,7 +251,7 @@ mod tests {
         assert_eq!(c.github_api_url, DEFAULT_GITHUB_API_URL);
         assert_eq!(c.database_url.expose_secret(), DEFAULT_DATABASE_URL);
         assert_eq!(c.listen.to_string(), DEFAULT_LISTEN);
-        assert_eq!(c.job_lease, std::time::Duration::from_secs(600));
+        assert_eq!(c.job_lease, std::time::Duration::from_secs(60));
         let secrets: Vec<&str> = c.webhook_secrets.iter().map(|s| s.expose_secret()).collect();
         assert_eq!(secrets, ["hunter2old", "hunter2new"]);
     }

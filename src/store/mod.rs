@@ -70,6 +70,26 @@ impl Store {
         }
     }
 
+    pub fn backend(&self) -> Backend {
+        match self {
+            Store::Sqlite(_) => Backend::Sqlite,
+            Store::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// What a starting instance does before it claims: on SQLite, where one instance runs at a
+    /// time by design, every job left `running` belongs to an instance that is gone (killed
+    /// mid-job), so the starting instance owns every lease: each expires now and is taken over
+    /// by the next claim (counting the attempt). On PostgreSQL nothing: other instances hold
+    /// live leases, and a dead one's run out after the lease (60 s by default), short for that
+    /// reason. Returns how many jobs were taken back.
+    pub async fn take_over_stranded_jobs(&self, now: DateTime<Utc>) -> anyhow::Result<u64> {
+        match self {
+            Store::Sqlite(s) => s.expire_leases(now).await,
+            Store::Postgres(_) => Ok(0),
+        }
+    }
+
     pub fn policy(&self) -> RetryPolicy {
         dispatch!(self, s => s.policy)
     }

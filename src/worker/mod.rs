@@ -58,8 +58,8 @@ impl Default for WorkerConfig {
     fn default() -> Self {
         WorkerConfig {
             artifact_limits: ArtifactLimits::default(),
-            lease: Duration::from_secs(600),
-            heartbeat: Duration::from_secs(150),
+            lease: Duration::from_secs(crate::app_config::DEFAULT_JOB_LEASE_SECONDS),
+            heartbeat: Duration::from_secs(crate::app_config::DEFAULT_JOB_LEASE_SECONDS / 4),
             poll_interval: Duration::from_secs(1),
             worker_id: default_worker_id(),
             scratch_dir: std::env::temp_dir(),
@@ -156,8 +156,24 @@ impl Worker {
         Ok(n)
     }
 
-    /// Poll for jobs until `shutdown`; a job in hand when it fires is released untouched.
+    /// What the worker does once as its instance starts, before the first claim: take over the
+    /// jobs a killed instance left running, where the store says they are this one's
+    /// ([`Store::take_over_stranded_jobs`]: on SQLite, all of them). Returns how many.
+    pub async fn start(&self) -> anyhow::Result<u64> {
+        let n = self.store.take_over_stranded_jobs(self.now()).await?;
+        if n > 0 {
+            tracing::warn!(jobs = n, "took over the jobs a previous instance left running");
+        }
+        Ok(n)
+    }
+
+    /// Take over what a previous instance left ([`start`](Self::start)), then poll for jobs
+    /// until `shutdown`; a job in hand when it fires is released untouched.
     pub async fn run(&self, shutdown: Shutdown) -> anyhow::Result<()> {
+        if let Err(e) = self.start().await {
+            // Not fatal: a stranded job is still taken over when its lease runs out.
+            tracing::error!("taking over the jobs left running failed: {e:#}");
+        }
         // When to make sure the current interval's sweep is queued (a cheap, deduplicated insert).
         let mut sweep_check = self.now();
         loop {

@@ -330,6 +330,44 @@ async fn lease_expiry(db: &Db) {
     assert_eq!(s.claim("w3", after + Span::hours(1), LEASE).await.unwrap(), None);
 }
 
+/// A starting instance on SQLite owns every lease (one instance runs on a file at a time);
+/// on PostgreSQL it takes nothing from the others, whose leases run out on their own.
+async fn stranded_jobs_at_start(db: &Db) {
+    let s = db.open().await;
+    s.record_delivery(&delivery("d1", 1, "a"), t0()).await.unwrap();
+    s.record_delivery(&delivery("d2", 1, "a"), t0()).await.unwrap();
+    let held = s.claim("dead", t0(), LEASE).await.unwrap().unwrap();
+    let restarted = db.open().await;
+    let now = t0() + Span::seconds(1);
+    let taken = restarted.take_over_stranded_jobs(now).await.unwrap();
+    match restarted.backend() {
+        flakegate::store::Backend::Sqlite => {
+            assert_eq!(taken, 1);
+            // Taken over at once, the attempt counted; then the job of the same head behind it.
+            let again = restarted.claim("new", now, LEASE).await.unwrap().unwrap();
+            assert_eq!((again.id, again.attempts), (held.id, 1));
+            assert!(restarted.complete(again.id, "new").await.unwrap());
+            assert!(
+                !s.complete(held.id, "dead").await.unwrap(),
+                "the dead owner's lease is gone"
+            );
+            let next = restarted.claim("new", now, LEASE).await.unwrap().unwrap();
+            assert_eq!(next.delivery_id, "d2");
+            assert!(restarted.complete(next.id, "new").await.unwrap());
+        }
+        flakegate::store::Backend::Postgres => {
+            assert_eq!(taken, 0);
+            assert_eq!(
+                restarted.claim("new", now, LEASE).await.unwrap(),
+                None,
+                "the lease is live"
+            );
+            assert!(restarted.complete(held.id, "dead").await.unwrap());
+        }
+    }
+    assert_eq!(restarted.take_over_stranded_jobs(now).await.unwrap(), 0);
+}
+
 async fn backoff_and_dead_letter(db: &Db) {
     let s = db.open().await;
     s.record_delivery(&delivery("d1", 1, "a"), t0()).await.unwrap();
@@ -850,6 +888,7 @@ contract!(
     one_job_per_head_under_concurrency,
     publications,
     lease_expiry,
+    stranded_jobs_at_start,
     backoff_and_dead_letter,
     retry_after_is_kept_exactly,
     release,
