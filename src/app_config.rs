@@ -20,6 +20,10 @@ pub const DEFAULT_LISTEN: &str = "0.0.0.0:3000";
 /// per job in hand; a heartbeat 45 s late (the store unreachable that long) loses the job to
 /// another instance, which publishes nothing twice (`publications`).
 pub const DEFAULT_JOB_LEASE_SECONDS: u64 = 60;
+/// How long finished jobs are kept unless `FLAKEGATE_JOB_RETENTION_DAYS` says otherwise: a
+/// week, longer than the three days GitHub offers a delivery for redelivery, so a redelivery
+/// is still known as a duplicate.
+pub const DEFAULT_JOB_RETENTION: Duration = Duration::from_secs(7 * 86_400);
 /// How often the expired-freezes sweep runs unless `FLAKEGATE_SWEEP_INTERVAL` says otherwise.
 pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(24 * 3600);
 
@@ -44,6 +48,8 @@ pub struct AppConfig {
     /// client's address (`Fly-Client-IP` on fly.io), so the webhook's per-client byte budget
     /// is kept per client rather than per proxy; `None`: the peer address is the client.
     pub client_ip_header: Option<http::HeaderName>,
+    /// `FLAKEGATE_JOB_RETENTION_DAYS`: how long a finished job, and its delivery id, is kept.
+    pub job_retention: Duration,
 }
 
 /// A setting that is missing or malformed; the message names the variable.
@@ -168,8 +174,24 @@ impl AppConfig {
             })?),
         };
 
+        let job_retention = match get("FLAKEGATE_JOB_RETENTION_DAYS") {
+            None => DEFAULT_JOB_RETENTION,
+            Some(v) => v
+                .parse::<u64>()
+                .ok()
+                .filter(|&n| (1..=3650).contains(&n))
+                .map(|n| Duration::from_secs(n * 86_400))
+                .ok_or_else(|| {
+                    invalid(
+                        "FLAKEGATE_JOB_RETENTION_DAYS",
+                        format!("expected whole days from 1 to 3650 (default 7), got {v:?}"),
+                    )
+                })?,
+        };
+
         Ok(AppConfig {
             client_ip_header,
+            job_retention,
             job_lease: std::time::Duration::from_secs(job_lease),
             app_id,
             private_key,
@@ -275,6 +297,26 @@ mod tests {
             AppConfig::from_env(env(&e)).unwrap().listen.to_string(),
             "127.0.0.1:9000"
         );
+    }
+
+    #[test]
+    fn job_retention() {
+        let mut e = base();
+        assert_eq!(
+            AppConfig::from_env(env(&e)).unwrap().job_retention,
+            DEFAULT_JOB_RETENTION
+        );
+        e.push(("FLAKEGATE_JOB_RETENTION_DAYS", "3"));
+        assert_eq!(
+            AppConfig::from_env(env(&e)).unwrap().job_retention,
+            Duration::from_secs(3 * 86_400)
+        );
+        for bad in ["0", "-1", "1.5", "week"] {
+            e.pop();
+            e.push(("FLAKEGATE_JOB_RETENTION_DAYS", bad));
+            let err = AppConfig::from_env(env(&e)).unwrap_err().to_string();
+            assert!(err.starts_with("FLAKEGATE_JOB_RETENTION_DAYS is invalid"), "{err}");
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 pub mod budget;
 pub mod signature;
+mod slim;
 pub mod webhook;
 
 use crate::app_config::AppConfig;

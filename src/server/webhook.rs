@@ -221,8 +221,9 @@ pub(super) async fn handle(State(state): State<AppState>, request: Request) -> R
             repo: Some(accepted.envelope().repository.full_name.clone()),
             pr: facts.pr,
             head_sha: facts.head_sha,
-            // Valid JSON is valid UTF-8.
-            payload: String::from_utf8_lossy(&body).into_owned(),
+            // Only what the worker reads is stored: the rest of GitHub's payload (whole
+            // repositories, commit messages) would grow the store with every delivery.
+            payload: super::slim::payload(&event, &body, &parsed),
         };
         match state.store.record_delivery(&delivery, (state.clock)()).await {
             Ok(Recorded::Inserted(job)) => {

@@ -166,6 +166,13 @@ impl Store {
         dispatch!(self, s => s.record_delivery(d, now).await)
     }
 
+    /// Delete the finished jobs (done, superseded, dead) recorded before `before`, the end of
+    /// the retention window; returns how many. Dedupe by delivery id holds within the window:
+    /// a redelivery of a trimmed job's delivery is a new job.
+    pub async fn trim_finished(&self, before: DateTime<Utc>) -> anyhow::Result<u64> {
+        dispatch!(self, s => s.trim_finished(before).await)
+    }
+
     /// Lease the next due job to `worker`: a queued job whose time has come, or a running
     /// one whose lease expired (that counts as a failed attempt). Each job goes to one worker.
     pub async fn claim(&self, worker: &str, now: DateTime<Utc>, lease: Duration) -> anyhow::Result<Option<Job>> {

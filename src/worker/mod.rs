@@ -52,6 +52,9 @@ pub struct WorkerConfig {
     pub sweep_pace: Duration,
     /// An installation with less rate limit left than this is skipped by the sweep.
     pub sweep_min_rate_limit: u64,
+    /// How long a finished job (and with it its delivery id, for dedupe) is kept after it was
+    /// recorded (`FLAKEGATE_JOB_RETENTION_DAYS`); `None`: forever.
+    pub retention: Option<Duration>,
 }
 
 impl Default for WorkerConfig {
@@ -66,6 +69,7 @@ impl Default for WorkerConfig {
             sweep_interval: Some(crate::app_config::DEFAULT_SWEEP_INTERVAL),
             sweep_pace: Duration::from_secs(2),
             sweep_min_rate_limit: 1000,
+            retention: Some(crate::app_config::DEFAULT_JOB_RETENTION),
         }
     }
 }
@@ -167,6 +171,24 @@ impl Worker {
         Ok(n)
     }
 
+    /// Delete the finished jobs recorded more than `retention` ago (the loop does it hourly);
+    /// returns how many.
+    pub async fn trim(&self) -> anyhow::Result<u64> {
+        let Some(retention) = self.config.retention else {
+            return Ok(0);
+        };
+        let window = chrono::Duration::from_std(retention).unwrap_or(chrono::Duration::MAX);
+        let before = self
+            .now()
+            .checked_sub_signed(window)
+            .unwrap_or(DateTime::<Utc>::MIN_UTC);
+        let n = self.store.trim_finished(before).await?;
+        if n > 0 {
+            tracing::info!(jobs = n, %before, "trimmed finished jobs");
+        }
+        Ok(n)
+    }
+
     /// Take over what a previous instance left ([`start`](Self::start)), then poll for jobs
     /// until `shutdown`; a job in hand when it fires is released untouched.
     pub async fn run(&self, shutdown: Shutdown) -> anyhow::Result<()> {
@@ -176,6 +198,8 @@ impl Worker {
         }
         // When to make sure the current interval's sweep is queued (a cheap, deduplicated insert).
         let mut sweep_check = self.now();
+        // When to trim the finished jobs next (one indexed delete; several instances may).
+        let mut trim_check = self.now();
         loop {
             if shutdown.is_triggered() {
                 return Ok(());
@@ -185,6 +209,12 @@ impl Worker {
                     tracing::error!("queueing the expired-freezes sweep failed: {e:#}");
                 }
                 sweep_check = self.now() + chrono::Duration::seconds(60);
+            }
+            if self.config.retention.is_some() && self.now() >= trim_check {
+                if let Err(e) = self.trim().await {
+                    tracing::error!("trimming finished jobs failed: {e:#}");
+                }
+                trim_check = self.now() + chrono::Duration::seconds(3600);
             }
             let job = match self
                 .store
