@@ -11,8 +11,19 @@ pub const DEFAULT_DATABASE_URL: &str = "sqlite://flakegate.db?mode=rwc";
 pub const DEFAULT_GITHUB_API_URL: &str = "https://api.github.com";
 pub const DEFAULT_LISTEN: &str = "0.0.0.0:3000";
 /// Default `FLAKEGATE_JOB_LEASE_SECONDS`: how long a claimed job is an instance's before
-/// another instance may take it over (its heartbeat renews it every quarter of that).
-pub const DEFAULT_JOB_LEASE_SECONDS: u64 = 600;
+/// another instance may take it over (its heartbeat renews it every quarter of that, 15 s).
+/// A minute, so a killed instance's jobs on PostgreSQL move on within about a minute; a
+/// stable instance id that let a restarted instance reclaim its own jobs would not move the
+/// jobs of an instance that never comes back (scaled down, replaced by a deploy with a new
+/// machine id). On SQLite a starting instance takes every job left running at once
+/// (`store::Store::take_over_stranded_jobs`). Renewing every 15 s costs one indexed update
+/// per job in hand; a heartbeat 45 s late (the store unreachable that long) loses the job to
+/// another instance, which publishes nothing twice (`publications`).
+pub const DEFAULT_JOB_LEASE_SECONDS: u64 = 60;
+/// How long finished jobs are kept unless `FLAKEGATE_JOB_RETENTION_DAYS` says otherwise: a
+/// week, longer than the three days GitHub offers a delivery for redelivery, so a redelivery
+/// is still known as a duplicate.
+pub const DEFAULT_JOB_RETENTION: Duration = Duration::from_secs(7 * 86_400);
 /// How often the expired-freezes sweep runs unless `FLAKEGATE_SWEEP_INTERVAL` says otherwise.
 pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(24 * 3600);
 
@@ -33,6 +44,12 @@ pub struct AppConfig {
     /// `FLAKEGATE_SWEEP_INTERVAL`: how often every repository's ledger is swept for expired
     /// freezes (default daily); `None` (`off` or `0`): never.
     pub sweep_interval: Option<Duration>,
+    /// `FLAKEGATE_CLIENT_IP_HEADER`: the header a proxy in front of the App sets to the
+    /// client's address (`Fly-Client-IP` on fly.io), so the webhook's per-client byte budget
+    /// is kept per client rather than per proxy; `None`: the peer address is the client.
+    pub client_ip_header: Option<http::HeaderName>,
+    /// `FLAKEGATE_JOB_RETENTION_DAYS`: how long a finished job, and its delivery id, is kept.
+    pub job_retention: Duration,
 }
 
 /// A setting that is missing or malformed; the message names the variable.
@@ -147,7 +164,34 @@ impl AppConfig {
             Some(v) => parse_interval(&v).map_err(|reason| invalid("FLAKEGATE_SWEEP_INTERVAL", reason))?,
         };
 
+        let client_ip_header = match get("FLAKEGATE_CLIENT_IP_HEADER") {
+            None => None,
+            Some(v) => Some(v.parse::<http::HeaderName>().map_err(|_| {
+                invalid(
+                    "FLAKEGATE_CLIENT_IP_HEADER",
+                    format!("expected a header name such as Fly-Client-IP, got {v:?}"),
+                )
+            })?),
+        };
+
+        let job_retention = match get("FLAKEGATE_JOB_RETENTION_DAYS") {
+            None => DEFAULT_JOB_RETENTION,
+            Some(v) => v
+                .parse::<u64>()
+                .ok()
+                .filter(|&n| (1..=3650).contains(&n))
+                .map(|n| Duration::from_secs(n * 86_400))
+                .ok_or_else(|| {
+                    invalid(
+                        "FLAKEGATE_JOB_RETENTION_DAYS",
+                        format!("expected whole days from 1 to 3650 (default 7), got {v:?}"),
+                    )
+                })?,
+        };
+
         Ok(AppConfig {
+            client_ip_header,
+            job_retention,
             job_lease: std::time::Duration::from_secs(job_lease),
             app_id,
             private_key,
@@ -229,7 +273,7 @@ mod tests {
         assert_eq!(c.github_api_url, DEFAULT_GITHUB_API_URL);
         assert_eq!(c.database_url.expose_secret(), DEFAULT_DATABASE_URL);
         assert_eq!(c.listen.to_string(), DEFAULT_LISTEN);
-        assert_eq!(c.job_lease, std::time::Duration::from_secs(600));
+        assert_eq!(c.job_lease, std::time::Duration::from_secs(60));
         let secrets: Vec<&str> = c.webhook_secrets.iter().map(|s| s.expose_secret()).collect();
         assert_eq!(secrets, ["hunter2old", "hunter2new"]);
     }
@@ -253,6 +297,41 @@ mod tests {
             AppConfig::from_env(env(&e)).unwrap().listen.to_string(),
             "127.0.0.1:9000"
         );
+    }
+
+    #[test]
+    fn job_retention() {
+        let mut e = base();
+        assert_eq!(
+            AppConfig::from_env(env(&e)).unwrap().job_retention,
+            DEFAULT_JOB_RETENTION
+        );
+        e.push(("FLAKEGATE_JOB_RETENTION_DAYS", "3"));
+        assert_eq!(
+            AppConfig::from_env(env(&e)).unwrap().job_retention,
+            Duration::from_secs(3 * 86_400)
+        );
+        for bad in ["0", "-1", "1.5", "week"] {
+            e.pop();
+            e.push(("FLAKEGATE_JOB_RETENTION_DAYS", bad));
+            let err = AppConfig::from_env(env(&e)).unwrap_err().to_string();
+            assert!(err.starts_with("FLAKEGATE_JOB_RETENTION_DAYS is invalid"), "{err}");
+        }
+    }
+
+    #[test]
+    fn client_ip_header() {
+        let mut e = base();
+        assert_eq!(AppConfig::from_env(env(&e)).unwrap().client_ip_header, None);
+        e.push(("FLAKEGATE_CLIENT_IP_HEADER", "Fly-Client-IP"));
+        assert_eq!(
+            AppConfig::from_env(env(&e)).unwrap().client_ip_header.unwrap().as_str(),
+            "fly-client-ip"
+        );
+        e.pop();
+        e.push(("FLAKEGATE_CLIENT_IP_HEADER", "not a header"));
+        let err = AppConfig::from_env(env(&e)).unwrap_err().to_string();
+        assert!(err.starts_with("FLAKEGATE_CLIENT_IP_HEADER is invalid"), "{err}");
     }
 
     #[test]

@@ -47,6 +47,7 @@ pub fn run() -> anyhow::Result<i32> {
             lease: config.job_lease,
             heartbeat: config.job_lease / 4,
             sweep_interval: config.sweep_interval,
+            retention: Some(config.job_retention),
             ..WorkerConfig::default()
         };
         anyhow::Ok(

@@ -2,7 +2,9 @@
 //! `GET /metrics`, and `serve`, which runs the router and an optional worker until
 //! SIGTERM/SIGINT.
 
+pub mod budget;
 pub mod signature;
+mod slim;
 pub mod webhook;
 
 use crate::app_config::AppConfig;
@@ -27,28 +29,45 @@ use crate::metrics::Metrics;
 pub struct Limits {
     /// Largest body accepted, by `Content-Length`, before reading it (at most `u32::MAX`).
     pub max_body: usize,
-    /// Bytes of webhook bodies being read or handled at once, over all connections.
-    pub budget: Arc<tokio::sync::Semaphore>,
+    /// Bytes of webhook bodies received and being read or handled, over all connections, and
+    /// per client while unverified ([`budget`]).
+    pub budget: Arc<budget::Budget>,
     /// A body must arrive within this long.
     pub body_timeout: Duration,
     /// A request's headers must arrive within this long (slow-header connections are closed).
     pub header_timeout: Duration,
+    /// The header a proxy in front of the App sets to the client's address
+    /// (`FLAKEGATE_CLIENT_IP_HEADER`, `Fly-Client-IP` on fly.io), for the client budget;
+    /// `None`: the connection's peer address is the client.
+    pub client_ip_header: Option<header::HeaderName>,
 }
 
 /// Bytes of webhook bodies in flight at once by default: a few of GitHub's largest.
 pub(crate) const DEFAULT_BODY_BUDGET: usize = 64 * 1024 * 1024;
 
+/// Bytes of unverified webhook bodies one client may hold at once by default: half the
+/// total, so one address can never take it all from a signed delivery, and more than one of
+/// GitHub's largest bodies (25 MB).
+pub const DEFAULT_CLIENT_BUDGET: usize = 32 * 1024 * 1024;
+
 impl Limits {
+    /// `budget` bytes in flight in all, of which one client holds at most
+    /// [`DEFAULT_CLIENT_BUDGET`] (or all of `budget` when it is smaller).
     pub fn new(max_body: usize, budget: usize, body_timeout: Duration, header_timeout: Duration) -> Self {
         let max_body = max_body.min(u32::MAX as usize);
         Limits {
             max_body,
-            budget: Arc::new(tokio::sync::Semaphore::new(
-                budget.min(tokio::sync::Semaphore::MAX_PERMITS),
-            )),
+            budget: Arc::new(budget::Budget::new(budget, DEFAULT_CLIENT_BUDGET.min(budget))),
             body_timeout,
             header_timeout,
+            client_ip_header: None,
         }
+    }
+
+    /// The same limits with `per_client` bytes of unverified bodies per client.
+    pub fn with_client_budget(mut self, per_client: usize) -> Self {
+        self.budget = Arc::new(budget::Budget::new(self.budget.capacity(), per_client));
+        self
     }
 }
 
@@ -167,7 +186,7 @@ async fn serve_http(listener: tokio::net::TcpListener, state: AppState, shutdown
     let stop = shutdown.triggered();
     tokio::pin!(stop);
     loop {
-        let (stream, _peer) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(c) => c,
                 Err(e) => {
@@ -179,7 +198,9 @@ async fn serve_http(listener: tokio::net::TcpListener, state: AppState, shutdown
             },
             _ = &mut stop => break,
         };
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        // The peer's address is the client the webhook's byte budget is kept per.
+        let service = app.clone().layer(axum::Extension(axum::extract::ConnectInfo(peer)));
+        let service = hyper_util::service::TowerToHyperService::new(service);
         let mut http = hyper::server::conn::http1::Builder::new();
         http.timer(TokioTimer::new()).header_read_timeout(header_timeout);
         let conn = http.serve_connection(TokioIo::new(stream), service);
@@ -216,6 +237,7 @@ pub(crate) async fn serve(
     });
     let mut state = AppState::new(store, config.webhook_secrets.clone());
     state.metrics = metrics;
+    state.limits.client_ip_header = config.client_ip_header.clone();
     serve_on(listener, state, worker, shutdown).await
 }
 

@@ -2,19 +2,25 @@
 //! Nothing here calls GitHub: a delivery is stored and answered at once.
 //!
 //! Before the signature can be checked the body must be read, so reading it is bounded:
-//! a `Content-Length` is required and over [`MAX_BODY`] is refused before a byte is read,
-//! all bodies being read at once share one byte budget (a delivery that would exceed it
-//! is turned away with 503 at once instead of waiting), and a body must arrive within
-//! the body timeout. `/healthz` and `/metrics` read no body and are never held up.
+//! a `Content-Length` is required and over [`MAX_BODY`] is refused before a byte is read;
+//! the bytes received are charged to one budget shared by every body in flight, and, until
+//! the signature is checked, to their client's share of it ([`super::budget`]: 64 MiB in
+//! all, 32 MiB per client by default), so clients that declare large bodies and send
+//! nothing hold nothing, and one client cannot starve a signed delivery; a body that would
+//! exceed either is turned away with 503 at once instead of waiting; and a body must arrive
+//! within the body timeout. `/healthz` and `/metrics` read no body and are never held up.
 
+use super::budget::{Charge, Spent};
 use super::AppState;
 use crate::github::event::{Event, EventError};
 use crate::metrics::{event_label, DeliveryOutcome};
 use crate::store::{NewDelivery, Recorded};
 use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt as _;
+use std::net::{IpAddr, SocketAddr};
 use tracing::Instrument as _;
 
 /// GitHub caps webhook payloads at 25 MB.
@@ -39,21 +45,49 @@ fn label(event: &str, signed: bool) -> String {
     event_label(event, known, signed)
 }
 
-/// Read the body within the limits, holding its share of the byte budget while it is
-/// handled; or the response that refuses it.
+/// The client a request's body is charged to: the address in the configured proxy header,
+/// else the connection's peer; `None` when neither is known (a router served without
+/// [`super::serve_on`]'s loop), and only the total budget applies.
+fn client_of(limits: &super::Limits, parts: &axum::http::request::Parts) -> Option<IpAddr> {
+    if let Some(name) = &limits.client_ip_header {
+        if let Some(ip) = parts
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<IpAddr>().ok())
+        {
+            return Some(ip);
+        }
+    }
+    parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(peer)| peer.ip())
+}
+
+/// Read the body within the limits, its bytes charged to the budget as they arrive (and to
+/// `client`'s share until the signature is checked); the charge is held while the body is
+/// handled. Or the response that refuses it.
 // A `Response` as the error is what the handler returns as is; it is built once per request.
 #[allow(clippy::result_large_err)]
 async fn read_body(
     state: &AppState,
     headers: &HeaderMap,
+    client: Option<IpAddr>,
     body: Body,
-) -> Result<(Bytes, tokio::sync::OwnedSemaphorePermit), Response> {
+) -> Result<(Bytes, Charge), Response> {
     let limits = &state.limits;
     let event = header(headers, "x-github-event").unwrap_or("");
     let refuse = |status: StatusCode, why: &'static str| {
         state.metrics.delivery(&label(event, false), DeliveryOutcome::Rejected);
         tracing::warn!(%status, "webhook body refused: {why}");
         Err((status, why).into_response())
+    };
+    let busy = |why: &'static str| {
+        let mut r = refuse(StatusCode::SERVICE_UNAVAILABLE, why).unwrap_err();
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        Err(r)
     };
     let Some(len) = headers
         .get(header::CONTENT_LENGTH)
@@ -65,16 +99,41 @@ async fn read_body(
     if len > limits.max_body as u64 {
         return refuse(StatusCode::PAYLOAD_TOO_LARGE, "payload larger than GitHub sends");
     }
-    // `len` ≤ max_body, which `Limits` keeps within u32.
-    let Ok(permit) = limits.budget.clone().try_acquire_many_owned(len as u32) else {
-        let mut r = refuse(StatusCode::SERVICE_UNAVAILABLE, "too many webhook bodies in flight").unwrap_err();
-        r.headers_mut()
-            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
-        return Err(r);
+    // `len` ≤ max_body ≤ u32::MAX. A body that could never fit is turned away before a byte.
+    let len = len as usize;
+    let room = if client.is_some() {
+        limits.budget.per_client()
+    } else {
+        limits.budget.capacity()
     };
-    match tokio::time::timeout(limits.body_timeout, axum::body::to_bytes(body, len as usize)).await {
-        Ok(Ok(bytes)) => Ok((bytes, permit)),
-        Ok(Err(_)) => refuse(
+    if len > room {
+        return busy("too many webhook bodies in flight");
+    }
+    let mut charge = limits.budget.charge(client);
+    // Grown as bytes arrive, never allocated by the declared length alone.
+    let mut received: Vec<u8> = Vec::new();
+    let read = async {
+        let mut frames = body.into_data_stream();
+        while let Some(frame) = frames.next().await {
+            let frame = frame.map_err(|_| None)?;
+            if received.len() + frame.len() > len {
+                return Err(None);
+            }
+            charge.take(frame.len()).map_err(Some)?;
+            received.extend_from_slice(&frame);
+        }
+        if received.len() == len {
+            Ok(())
+        } else {
+            Err(None)
+        }
+    };
+    let outcome = tokio::time::timeout(limits.body_timeout, read).await;
+    match outcome {
+        Ok(Ok(())) => Ok((Bytes::from(received), charge)),
+        Ok(Err(Some(Spent::Client))) => busy("this client has too many webhook bodies in flight"),
+        Ok(Err(Some(Spent::Total))) => busy("too many webhook bodies in flight"),
+        Ok(Err(None)) => refuse(
             StatusCode::BAD_REQUEST,
             "body unreadable or longer than its Content-Length",
         ),
@@ -85,8 +144,9 @@ async fn read_body(
 pub(super) async fn handle(State(state): State<AppState>, request: Request) -> Response {
     let m = &state.metrics;
     let (parts, body) = request.into_parts();
+    let client = client_of(&state.limits, &parts);
     let headers = parts.headers;
-    let (body, _budget) = match read_body(&state, &headers, body).await {
+    let (body, mut charge) = match read_body(&state, &headers, client, body).await {
         Ok(b) => b,
         Err(response) => return response,
     };
@@ -111,6 +171,8 @@ pub(super) async fn handle(State(state): State<AppState>, request: Request) -> R
             );
             return (StatusCode::UNAUTHORIZED, "bad signature").into_response();
         }
+        // Signed: its bytes no longer count against its client's share, only the total's.
+        charge.verified();
         if delivery_id.is_empty() || event.is_empty() {
             count(true, DeliveryOutcome::Rejected);
             return (StatusCode::BAD_REQUEST, "missing X-GitHub-Delivery or X-GitHub-Event").into_response();
@@ -159,8 +221,9 @@ pub(super) async fn handle(State(state): State<AppState>, request: Request) -> R
             repo: Some(accepted.envelope().repository.full_name.clone()),
             pr: facts.pr,
             head_sha: facts.head_sha,
-            // Valid JSON is valid UTF-8.
-            payload: String::from_utf8_lossy(&body).into_owned(),
+            // Only what the worker reads is stored: the rest of GitHub's payload (whole
+            // repositories, commit messages) would grow the store with every delivery.
+            payload: super::slim::payload(&event, &body, &parsed),
         };
         match state.store.record_delivery(&delivery, (state.clock)()).await {
             Ok(Recorded::Inserted(job)) => {

@@ -48,6 +48,16 @@ macro_rules! common_store_methods {
             })
         }
 
+        pub(super) async fn trim_finished(&self, before: DateTime<Utc>) -> anyhow::Result<u64> {
+            let n = sqlx::query::<Db>(sql::TRIM_FINISHED)
+                .bind(millis(before))
+                .execute(&self.pool)
+                .await
+                .context("trimming finished jobs")?
+                .rows_affected();
+            Ok(n)
+        }
+
         pub(super) async fn complete(&self, id: JobId, worker: &str) -> anyhow::Result<bool> {
             let n = sqlx::query::<Db>(sql::COMPLETE)
                 .bind(id.0)

@@ -325,6 +325,14 @@ pub(crate) mod sql {
     /// visited: the `jobs_due` index starts with the state.
     pub const JOB_GAUGES: &str = "SELECT state, COUNT(*), COALESCE(SUM(CASE WHEN attempts > 0 THEN 1 ELSE 0 END), \
                                   0) FROM jobs WHERE state IN ('queued', 'running', 'dead') GROUP BY state";
+    /// Finished jobs (done, superseded, dead) recorded before `$1`: their delivery ids are
+    /// forgotten with them, so a redelivery after that is a new job.
+    pub const TRIM_FINISHED: &str =
+        "DELETE FROM jobs WHERE state IN ('done', 'superseded', 'dead') AND created_at < $1";
+    /// Every live lease runs out now (`$1`): the next claim takes each such job over, counting
+    /// the attempt as for any expired lease.
+    pub const EXPIRE_LEASES: &str = "UPDATE jobs SET lease_until = $1 WHERE state = 'running' AND (lease_until IS \
+                                     NULL OR lease_until > $1)";
     /// Extends the lease of a job `$2` still holds.
     pub const RENEW: &str = "UPDATE jobs SET lease_until = $3 WHERE id = $1 AND state = 'running' AND lease_owner = $2";
     /// The due job, or one whose lease expired — but never one whose repository and head sha

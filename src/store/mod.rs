@@ -70,6 +70,26 @@ impl Store {
         }
     }
 
+    pub fn backend(&self) -> Backend {
+        match self {
+            Store::Sqlite(_) => Backend::Sqlite,
+            Store::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// What a starting instance does before it claims: on SQLite, where one instance runs at a
+    /// time by design, every job left `running` belongs to an instance that is gone (killed
+    /// mid-job), so the starting instance owns every lease: each expires now and is taken over
+    /// by the next claim (counting the attempt). On PostgreSQL nothing: other instances hold
+    /// live leases, and a dead one's run out after the lease (60 s by default), short for that
+    /// reason. Returns how many jobs were taken back.
+    pub async fn take_over_stranded_jobs(&self, now: DateTime<Utc>) -> anyhow::Result<u64> {
+        match self {
+            Store::Sqlite(s) => s.expire_leases(now).await,
+            Store::Postgres(_) => Ok(0),
+        }
+    }
+
     pub fn policy(&self) -> RetryPolicy {
         dispatch!(self, s => s.policy)
     }
@@ -149,6 +169,13 @@ impl Store {
     /// Record a delivery and its job in one statement; a known delivery id is a `Duplicate`.
     pub async fn record_delivery(&self, d: &NewDelivery, now: DateTime<Utc>) -> anyhow::Result<Recorded> {
         dispatch!(self, s => s.record_delivery(d, now).await)
+    }
+
+    /// Delete the finished jobs (done, superseded, dead) recorded before `before`, the end of
+    /// the retention window; returns how many. Dedupe by delivery id holds within the window:
+    /// a redelivery of a trimmed job's delivery is a new job.
+    pub async fn trim_finished(&self, before: DateTime<Utc>) -> anyhow::Result<u64> {
+        dispatch!(self, s => s.trim_finished(before).await)
     }
 
     /// Lease the next due job to `worker`: a queued job whose time has come, or a running

@@ -79,6 +79,20 @@ impl SqliteStore {
 }
 
 impl SqliteStore {
+    /// Expire every lease now: one instance runs on an SQLite file at a time, so at its start
+    /// every job still `running` was left by an instance that is gone. Returns how many.
+    pub(super) async fn expire_leases(&self, now: DateTime<Utc>) -> anyhow::Result<u64> {
+        let n = sqlx::query::<Db>(sql::EXPIRE_LEASES)
+            .bind(millis(now))
+            .execute(&self.pool)
+            .await
+            .context("expiring the leases left by a previous instance")?
+            .rows_affected();
+        Ok(n)
+    }
+}
+
+impl SqliteStore {
     common_store_methods!();
     common_history_methods!();
 }

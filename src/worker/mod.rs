@@ -52,20 +52,24 @@ pub struct WorkerConfig {
     pub sweep_pace: Duration,
     /// An installation with less rate limit left than this is skipped by the sweep.
     pub sweep_min_rate_limit: u64,
+    /// How long a finished job (and with it its delivery id, for dedupe) is kept after it was
+    /// recorded (`FLAKEGATE_JOB_RETENTION_DAYS`); `None`: forever.
+    pub retention: Option<Duration>,
 }
 
 impl Default for WorkerConfig {
     fn default() -> Self {
         WorkerConfig {
             artifact_limits: ArtifactLimits::default(),
-            lease: Duration::from_secs(600),
-            heartbeat: Duration::from_secs(150),
+            lease: Duration::from_secs(crate::app_config::DEFAULT_JOB_LEASE_SECONDS),
+            heartbeat: Duration::from_secs(crate::app_config::DEFAULT_JOB_LEASE_SECONDS / 4),
             poll_interval: Duration::from_secs(1),
             worker_id: default_worker_id(),
             scratch_dir: std::env::temp_dir(),
             sweep_interval: Some(crate::app_config::DEFAULT_SWEEP_INTERVAL),
             sweep_pace: Duration::from_secs(2),
             sweep_min_rate_limit: 1000,
+            retention: Some(crate::app_config::DEFAULT_JOB_RETENTION),
         }
     }
 }
@@ -156,10 +160,46 @@ impl Worker {
         Ok(n)
     }
 
-    /// Poll for jobs until `shutdown`; a job in hand when it fires is released untouched.
+    /// What the worker does once as its instance starts, before the first claim: take over the
+    /// jobs a killed instance left running, where the store says they are this one's
+    /// ([`Store::take_over_stranded_jobs`]: on SQLite, all of them). Returns how many.
+    pub async fn start(&self) -> anyhow::Result<u64> {
+        let n = self.store.take_over_stranded_jobs(self.now()).await?;
+        if n > 0 {
+            tracing::warn!(jobs = n, "took over the jobs a previous instance left running");
+        }
+        Ok(n)
+    }
+
+    /// Delete the finished jobs recorded more than `retention` ago (the loop does it hourly);
+    /// returns how many.
+    pub async fn trim(&self) -> anyhow::Result<u64> {
+        let Some(retention) = self.config.retention else {
+            return Ok(0);
+        };
+        let window = chrono::Duration::from_std(retention).unwrap_or(chrono::Duration::MAX);
+        let before = self
+            .now()
+            .checked_sub_signed(window)
+            .unwrap_or(DateTime::<Utc>::MIN_UTC);
+        let n = self.store.trim_finished(before).await?;
+        if n > 0 {
+            tracing::info!(jobs = n, %before, "trimmed finished jobs");
+        }
+        Ok(n)
+    }
+
+    /// Take over what a previous instance left ([`start`](Self::start)), then poll for jobs
+    /// until `shutdown`; a job in hand when it fires is released untouched.
     pub async fn run(&self, shutdown: Shutdown) -> anyhow::Result<()> {
+        if let Err(e) = self.start().await {
+            // Not fatal: a stranded job is still taken over when its lease runs out.
+            tracing::error!("taking over the jobs left running failed: {e:#}");
+        }
         // When to make sure the current interval's sweep is queued (a cheap, deduplicated insert).
         let mut sweep_check = self.now();
+        // When to trim the finished jobs next (one indexed delete; several instances may).
+        let mut trim_check = self.now();
         loop {
             if shutdown.is_triggered() {
                 return Ok(());
@@ -169,6 +209,12 @@ impl Worker {
                     tracing::error!("queueing the expired-freezes sweep failed: {e:#}");
                 }
                 sweep_check = self.now() + chrono::Duration::seconds(60);
+            }
+            if self.config.retention.is_some() && self.now() >= trim_check {
+                if let Err(e) = self.trim().await {
+                    tracing::error!("trimming finished jobs failed: {e:#}");
+                }
+                trim_check = self.now() + chrono::Duration::seconds(3600);
             }
             let job = match self
                 .store

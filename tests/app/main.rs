@@ -20,6 +20,7 @@ mod merge_queue;
 mod metrics;
 mod probe_shards;
 mod release;
+mod retention;
 mod scale;
 mod scenarios;
 mod setup;

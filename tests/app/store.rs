@@ -330,6 +330,44 @@ async fn lease_expiry(db: &Db) {
     assert_eq!(s.claim("w3", after + Span::hours(1), LEASE).await.unwrap(), None);
 }
 
+/// A starting instance on SQLite owns every lease (one instance runs on a file at a time);
+/// on PostgreSQL it takes nothing from the others, whose leases run out on their own.
+async fn stranded_jobs_at_start(db: &Db) {
+    let s = db.open().await;
+    s.record_delivery(&delivery("d1", 1, "a"), t0()).await.unwrap();
+    s.record_delivery(&delivery("d2", 1, "a"), t0()).await.unwrap();
+    let held = s.claim("dead", t0(), LEASE).await.unwrap().unwrap();
+    let restarted = db.open().await;
+    let now = t0() + Span::seconds(1);
+    let taken = restarted.take_over_stranded_jobs(now).await.unwrap();
+    match restarted.backend() {
+        flakegate::store::Backend::Sqlite => {
+            assert_eq!(taken, 1);
+            // Taken over at once, the attempt counted; then the job of the same head behind it.
+            let again = restarted.claim("new", now, LEASE).await.unwrap().unwrap();
+            assert_eq!((again.id, again.attempts), (held.id, 1));
+            assert!(restarted.complete(again.id, "new").await.unwrap());
+            assert!(
+                !s.complete(held.id, "dead").await.unwrap(),
+                "the dead owner's lease is gone"
+            );
+            let next = restarted.claim("new", now, LEASE).await.unwrap().unwrap();
+            assert_eq!(next.delivery_id, "d2");
+            assert!(restarted.complete(next.id, "new").await.unwrap());
+        }
+        flakegate::store::Backend::Postgres => {
+            assert_eq!(taken, 0);
+            assert_eq!(
+                restarted.claim("new", now, LEASE).await.unwrap(),
+                None,
+                "the lease is live"
+            );
+            assert!(restarted.complete(held.id, "dead").await.unwrap());
+        }
+    }
+    assert_eq!(restarted.take_over_stranded_jobs(now).await.unwrap(), 0);
+}
+
 async fn backoff_and_dead_letter(db: &Db) {
     let s = db.open().await;
     s.record_delivery(&delivery("d1", 1, "a"), t0()).await.unwrap();
@@ -385,6 +423,65 @@ async fn retry_after_is_kept_exactly(db: &Db) {
     );
     assert_eq!(s.claim("w", soon - Span::milliseconds(1), LEASE).await.unwrap(), None);
     assert!(s.claim("w", soon, LEASE).await.unwrap().is_some());
+}
+
+/// Finished jobs (done, superseded, dead) recorded before the cut are deleted; queued and
+/// running ones never are. Dedupe by delivery id holds until a job is trimmed.
+async fn trim_finished(db: &Db) {
+    let s = db.open().await;
+    let at = |minutes: i64| t0() + Span::minutes(minutes);
+    // d1 done, d2 dead, d3 superseded, d4 running, d5 queued: all recorded at t0.
+    s.record_delivery(&delivery("d1", 1, "a"), t0()).await.unwrap();
+    s.record_delivery(&delivery("d2", 2, "b"), t0()).await.unwrap();
+    let d1 = s.claim("w", t0(), LEASE).await.unwrap().unwrap();
+    assert!(s.complete(d1.id, "w").await.unwrap());
+    let d2 = s.claim("w", t0(), LEASE).await.unwrap().unwrap();
+    let mut now = t0();
+    while let Failed::Retry { at } = s.fail(d2.id, "w", "boom", now).await.unwrap() {
+        now = at;
+        assert_eq!(s.claim("w", now, LEASE).await.unwrap().unwrap().id, d2.id);
+    }
+    assert_eq!(s.job(d2.id).await.unwrap().unwrap().state, JobState::Dead);
+    for (id, pr, sha) in [("d3", 3, "old"), ("d4", 4, "d"), ("d5", 5, "d")] {
+        s.record_delivery(&delivery(id, pr, sha), t0()).await.unwrap();
+    }
+    assert_eq!(s.supersede("octo/repo", 3, "new").await.unwrap(), 1);
+    // Held all along (d5, of the same head, waits behind it).
+    let d4 = s.claim("w", at(1), Duration::from_secs(86_400)).await.unwrap().unwrap();
+    assert_eq!(d4.delivery_id, "d4");
+    // A newer finished job stays.
+    s.record_delivery(&delivery("d6", 6, "f"), at(30)).await.unwrap();
+    let d6 = s.claim("w2", at(30), LEASE).await.unwrap().unwrap();
+    assert_eq!(d6.delivery_id, "d6");
+    assert!(s.complete(d6.id, "w2").await.unwrap());
+
+    // Within the window a redelivery is a duplicate.
+    assert_eq!(
+        s.record_delivery(&delivery("d1", 1, "a"), at(20)).await.unwrap(),
+        Recorded::Duplicate
+    );
+    assert_eq!(s.trim_finished(at(10)).await.unwrap(), 3);
+    let left: Vec<_> = s
+        .jobs()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|j| (j.delivery_id, j.state))
+        .collect();
+    assert_eq!(
+        left,
+        [
+            ("d4".to_owned(), JobState::Running),
+            ("d5".to_owned(), JobState::Queued),
+            ("d6".to_owned(), JobState::Done)
+        ]
+    );
+    assert_eq!(s.trim_finished(at(10)).await.unwrap(), 0);
+    // Trimmed, its delivery id is forgotten.
+    assert!(matches!(
+        s.record_delivery(&delivery("d1", 1, "a"), at(20)).await.unwrap(),
+        Recorded::Inserted(_)
+    ));
 }
 
 async fn release(db: &Db) {
@@ -850,6 +947,8 @@ contract!(
     one_job_per_head_under_concurrency,
     publications,
     lease_expiry,
+    stranded_jobs_at_start,
+    trim_finished,
     backoff_and_dead_letter,
     retry_after_is_kept_exactly,
     release,

@@ -1,6 +1,7 @@
 //! `POST /webhook` through the real router on 127.0.0.1:0, with real payloads from
 //! `tests/fixtures/github/webhooks/` signed like GitHub signs them, and a real SQLite store.
 
+use flakegate::github::event::Event;
 use flakegate::server::signature::sign;
 use flakegate::server::{router, AppState};
 use flakegate::store::{JobState, RetryPolicy, Store};
@@ -104,7 +105,18 @@ async fn accepted_events_become_one_job_each() {
             "{sample}"
         );
         assert!(job.repo.is_some() && job.head_sha.is_some(), "{sample}: {job:?}");
-        assert_eq!(job.payload.as_bytes(), payload(sample), "the raw body is stored");
+        // Only what the worker reads is stored: the same delivery, in a fraction of the bytes.
+        let event = job.event.as_str();
+        assert_eq!(
+            Event::parse(event, job.payload.as_bytes()).unwrap(),
+            Event::parse(event, &payload(sample)).unwrap(),
+            "{sample}"
+        );
+        assert!(
+            job.payload.len() * 4 < payload(sample).len(),
+            "{sample}: {}",
+            job.payload
+        );
     }
     let opened = &jobs[0];
     assert_eq!(opened.repo.as_deref(), Some("Codertocat/Hello-World"));
@@ -322,7 +334,7 @@ async fn bodies_are_refused_by_their_length_before_a_byte_is_read() {
     // Larger than GitHub sends: 413 at once, the body never sent.
     let big = head("content-length: 30000000\r\n");
     assert!(raw_status(&base, big.as_bytes()).await.contains(" 413 "));
-    // More than the in-flight budget: 503 at once.
+    // More than the in-flight budget could ever hold: 503 at once.
     let over = head("content-length: 2000\r\n");
     assert!(raw_status(&base, over.as_bytes()).await.contains(" 503 "));
     // No length: 411.
@@ -376,15 +388,16 @@ async fn slow_headers_and_bodies_are_cut_off_and_their_budget_returned() {
         .write_all(b"POST /webhook HTTP/1.1\r\nhost: x\r\nx-github-event: ping\r\n")
         .await
         .unwrap();
-    // A body that never finishes: it holds 1500 bytes of the budget while it is read.
+    // A body that never finishes: it holds the 1400 bytes it sent of its 1500 while it is read.
     let mut slow_body = tokio::net::TcpStream::connect(addr).await.unwrap();
     slow_body
         .write_all(
             b"POST /webhook HTTP/1.1\r\nhost: x\r\nx-github-event: ping\r\nx-github-delivery: d1\r\n\
-              content-type: application/json\r\ncontent-length: 1500\r\n\r\n{\"zen\":",
+              content-type: application/json\r\ncontent-length: 1500\r\n\r\n",
         )
         .await
         .unwrap();
+    slow_body.write_all(&[b' '; 1400]).await.unwrap();
     // Meanwhile /healthz answers.
     let resp = reqwest::get(format!("{base}/healthz")).await.unwrap();
     assert_eq!(resp.status().as_u16(), 200);
@@ -399,7 +412,8 @@ async fn slow_headers_and_bodies_are_cut_off_and_their_budget_returned() {
             .header("content-type", "application/json")
             .body(small.to_vec())
     };
-    // While the slow body holds its share, a second large one is turned away at once.
+    // While the slow body holds its bytes, a second one whose bytes would overrun the budget
+    // is turned away as they arrive, without waiting for the rest.
     let mut over = tokio::net::TcpStream::connect(addr).await.unwrap();
     over.write_all(
         b"POST /webhook HTTP/1.1\r\nhost: x\r\nx-github-event: ping\r\nx-github-delivery: d2\r\n\
@@ -407,6 +421,7 @@ async fn slow_headers_and_bodies_are_cut_off_and_their_budget_returned() {
     )
     .await
     .unwrap();
+    over.write_all(&[b' '; 700]).await.unwrap();
     let answer = answer_or_close(&mut over).await;
     assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
 
@@ -422,6 +437,149 @@ async fn slow_headers_and_bodies_are_cut_off_and_their_budget_returned() {
     assert_eq!(resp.text().await.unwrap(), "pong");
     assert!(store.jobs().await.unwrap().is_empty());
 
+    trigger.send(true).unwrap();
+    server.await.unwrap().unwrap();
+}
+
+/// Connects to `addr` from `from` (any address of 127.0.0.0/8 is this machine's on Linux), so
+/// one test can be several clients.
+async fn connect_from(from: &str, addr: std::net::SocketAddr) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+    socket.connect(addr).await.unwrap()
+}
+
+/// The head of an unsigned `POST /webhook` declaring a `len`-byte body.
+fn unsigned_head(delivery: &str, len: usize) -> Vec<u8> {
+    format!(
+        "POST /webhook HTTP/1.1\r\nhost: x\r\nx-github-event: pull_request\r\nx-github-delivery: {delivery}\r\n\
+         x-hub-signature-256: sha256={}\r\ncontent-type: application/json\r\ncontent-length: {len}\r\n\r\n",
+        "0".repeat(64)
+    )
+    .into_bytes()
+}
+
+/// Unsigned clients that declare GitHub-sized bodies and send nothing, or trickle, hold none of
+/// the budget; clients that do send their bytes hold at most 32 MiB per address while unverified.
+/// A signed delivery from another address, or from the greedy one's, is accepted within a second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsigned_clients_cannot_starve_a_signed_delivery() {
+    use flakegate::runtime::Shutdown;
+    use flakegate::server::{serve_on, DEFAULT_BODY_BUDGET, DEFAULT_CLIENT_BUDGET};
+    use std::time::{Duration, Instant};
+    use tokio::io::AsyncWriteExt as _;
+    const MIB: usize = 1024 * 1024;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("flakegate.db").display());
+    let store = Arc::new(Store::open(&url, RetryPolicy::default()).await.unwrap());
+    // The defaults: 64 MiB in all, 32 MiB per client, bodies within 10 s.
+    let state = AppState::new(store.clone(), vec![SecretString::from(SECRET)]);
+    let budget = state.limits.budget.clone();
+    assert_eq!(
+        (budget.capacity(), budget.per_client()),
+        (DEFAULT_BODY_BUDGET, DEFAULT_CLIENT_BUDGET)
+    );
+    assert_eq!((DEFAULT_BODY_BUDGET, DEFAULT_CLIENT_BUDGET), (64 * MIB, 32 * MIB));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (trigger, shutdown) = Shutdown::channel();
+    let server = tokio::spawn(serve_on(listener, state, None, shutdown));
+    let attacker: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+
+    // The starvation of old: 25 + 25 + 14 MiB declared, nothing sent.
+    let mut silent = Vec::new();
+    for (i, len) in [25 * MIB, 25 * MIB, 14 * MIB].into_iter().enumerate() {
+        let mut s = connect_from("127.0.0.1", addr).await;
+        s.write_all(&unsigned_head(&format!("silent-{i}"), len)).await.unwrap();
+        silent.push(s);
+    }
+    // Two more declare 25 MiB and trickle a byte every 50 ms (for at most 3 s).
+    let mut tricklers = Vec::new();
+    for i in 0..2 {
+        let mut s = connect_from("127.0.0.1", addr).await;
+        s.write_all(&unsigned_head(&format!("trickle-{i}"), 25 * MIB))
+            .await
+            .unwrap();
+        tricklers.push(tokio::spawn(async move {
+            for _ in 0..60 {
+                if s.write_all(b" ").await.is_err() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            s
+        }));
+    }
+    // Greedy clients send all but the last byte of 24 MiB at once: one from the attacker's
+    // address, one from another.
+    let greedy = |from: &'static str, delivery: &'static str, len: usize| async move {
+        let mut s = connect_from(from, addr).await;
+        s.write_all(&unsigned_head(delivery, len)).await.unwrap();
+        s.write_all(&vec![b' '; len - 1]).await.unwrap();
+        s
+    };
+    let greedy_a = greedy("127.0.0.1", "greedy-a", 24 * MIB).await;
+    let greedy_c = greedy("127.0.0.3", "greedy-c", 24 * MIB).await;
+    // What the server holds is what it received: wait until it has the greedy bytes.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while budget.held_by(attacker) < 24 * MIB - 1 || budget.held_by("127.0.0.3".parse().unwrap()) < 24 * MIB - 1 {
+        assert!(Instant::now() < deadline, "the server never received the greedy bodies");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let held = DEFAULT_BODY_BUDGET - budget.available();
+    assert!(
+        (48 * MIB - 2..48 * MIB + 200).contains(&held),
+        "received bytes are charged, declared ones are not: {held}"
+    );
+    // The attacker's address has 8 MiB of its 32 left: a further 10 MiB body is refused as
+    // its bytes arrive.
+    let mut more = connect_from("127.0.0.1", addr).await;
+    more.write_all(&unsigned_head("greedy-a2", 10 * MIB)).await.unwrap();
+    // The server may stop reading once it refused: the rest of the write is abandoned.
+    let _ = tokio::time::timeout(Duration::from_secs(5), more.write_all(&vec![b' '; 10 * MIB])).await;
+    let answer = answer_or_close(&mut more).await;
+    assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
+
+    // Signed deliveries, from a third address and from the attacker's own, get through.
+    let body = payload("pull_request.opened");
+    for (from, delivery) in [("127.0.0.2", "signed-1"), ("127.0.0.1", "signed-2")] {
+        let http = reqwest::Client::builder()
+            .local_address(from.parse::<std::net::IpAddr>().unwrap())
+            .build()
+            .unwrap();
+        let started = Instant::now();
+        let resp = http
+            .post(format!("http://{addr}/webhook"))
+            .header("content-type", "application/json")
+            .header("x-github-event", "pull_request")
+            .header("x-github-delivery", delivery)
+            .header("x-hub-signature-256", sign(SECRET.as_bytes(), &body))
+            .body(body.clone())
+            .timeout(Duration::from_secs(30))
+            .send()
+            .await
+            .unwrap();
+        let took = started.elapsed();
+        assert_eq!(resp.status().as_u16(), 202, "{from}: {}", resp.text().await.unwrap());
+        assert!(took < Duration::from_secs(1), "{from}: accepted after {took:?}");
+    }
+    let jobs: Vec<_> = store.jobs().await.unwrap().into_iter().map(|j| j.delivery_id).collect();
+    assert_eq!(jobs, ["signed-1", "signed-2"]);
+
+    // The clients go away: every byte they held is returned.
+    drop((silent, greedy_a, greedy_c, more));
+    for t in tricklers {
+        drop(t.await.unwrap());
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while budget.available() < DEFAULT_BODY_BUDGET || budget.held_by(attacker) > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the budget was not returned: {} free",
+            budget.available()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     trigger.send(true).unwrap();
     server.await.unwrap().unwrap();
 }
