@@ -63,7 +63,7 @@ struct Decision<'a> {
     /// Why the files that need no evidence could not be matched, if they could not.
     glob_error: Option<String>,
     att: Attribution,
-    /// The patch's own ledger edits (base → head), when both ledgers are known.
+    /// The patch's own ledger edits (as it found the ledger → as it leaves it).
     ledger_changes: Vec<LedgerChange>,
     /// Witnesses whose id joins no head result (LCOV, Bazel): blind.
     unjoined: BTreeSet<TestId>,
@@ -107,10 +107,13 @@ impl<'a> Decision<'a> {
             &ev.head_sources,
             &unjoined,
         );
-        let ledger_changes = match (&ev.head_ledger, input.ledger) {
-            (Some(head), Ok(base)) => ledger_changes(base, head),
-            _ => Vec::new(),
-        };
+        // What the patch's own diff did to the ledger: never the base's tip against the head,
+        // which would blame the patch for edits landed on the base since it was cut.
+        let ledger_changes = ev
+            .ledger_edit
+            .as_ref()
+            .map(|e| ledger_changes(&e.before, &e.after))
+            .unwrap_or_default();
         Decision {
             input,
             ev,

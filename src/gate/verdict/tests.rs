@@ -128,7 +128,7 @@ struct Case {
     probe: Option<Probe>,
     results: Option<TestResults>,
     config: Config,
-    head_ledger: Option<Ledger>,
+    ledger_edit: Option<crate::gate::ledger::edit::LedgerEdit>,
     codeowners: Option<crate::gate::codeowners::CodeOwners>,
     meta: Option<Meta>,
     head_sha: Option<String>,
@@ -153,7 +153,7 @@ impl Case {
                 (FROZEN, Outcome::Passed),
             ])),
             config: Config::default(),
-            head_ledger: None,
+            ledger_edit: None,
             codeowners: None,
             meta: None,
             head_sha: None,
@@ -169,7 +169,7 @@ impl Case {
             probe: self.probe.clone(),
             meta: self.meta.clone(),
             problems: vec![],
-            head_ledger: self.head_ledger.clone(),
+            ledger_edit: self.ledger_edit.clone(),
             codeowners: self.codeowners.clone(),
             head_sources: self.head_sources.clone(),
             history: None,
@@ -494,18 +494,26 @@ fn probe_power_is_worded_as_a_bound() {
     assert!(crate::gate::probe::detection_chance(rate, 5) >= 0.9 - 1e-9);
 }
 
+/// The patch's own ledger edit: the ledger as it found it → as it leaves it.
+fn edit(before: &Ledger, after: &Ledger) -> Option<crate::gate::ledger::edit::LedgerEdit> {
+    Some(crate::gate::ledger::edit::LedgerEdit {
+        before: before.clone(),
+        after: after.clone(),
+    })
+}
+
 #[test]
 fn the_patch_may_not_freeze_its_own_witnesses() {
     let cov = coverage(&[(10, &[(STABLE, RUN), (FROZEN, RUN)])], &[]);
     let mut c = Case::new(&[(10, "a")], cov);
     let base = c.ledger.clone().unwrap();
     // Unchanged ledger: nothing to report.
-    c.head_ledger = Some(base.clone());
+    c.ledger_edit = edit(&base, &base);
     assert_eq!(c.run().codes(), ["some_frozen"]);
     // Freezing the only stable witness of its own line.
     let mut head = base.clone();
     head.entries.push(entry(STABLE, "@me", "2027-01-31"));
-    c.head_ledger = Some(head);
+    c.ledger_edit = edit(&base, &head);
     let r = c.run();
     assert_eq!(r.verdict, Verdict::Inconclusive);
     assert_eq!(r.codes(), ["self_freeze", "some_frozen", "ledger_edited"]);
@@ -514,16 +522,49 @@ fn the_patch_may_not_freeze_its_own_witnesses() {
     // Extending the freeze of a witness is a self-freeze too.
     let mut head = base.clone();
     head.entries[0].expires = date("2027-06-30");
-    c.head_ledger = Some(head);
+    c.ledger_edit = edit(&base, &head);
     assert_eq!(c.run().codes()[0], "self_freeze");
     // Freezing an unrelated test is reported, not blocking.
     let mut head = base;
     head.entries
         .push(entry("tests/test_other.py::test_unrelated", "@me", "2027-01-31"));
-    c.head_ledger = Some(head);
+    c.ledger_edit = edit(&c.ledger.clone().unwrap(), &head);
     let r = c.run();
     assert_eq!(r.verdict, Verdict::PassWithCaveat);
     assert_eq!(r.codes(), ["some_frozen", "ledger_edited"]);
+}
+
+#[test]
+fn edits_landed_on_the_base_since_the_branch_point_are_not_the_patchs() {
+    // The patch leaves the ledger as it found it; the base has since renewed the freeze of a
+    // witness, frozen another witness and dropped an entry. Judged with the base's ledger, no
+    // edit is the patch's: no self_freeze, no ledger_edited.
+    let cov = coverage(&[(10, &[(STABLE, RUN), (FROZEN, RUN)])], &[]);
+    let mut c = Case::new(&[(10, "a")], cov);
+    let found = Ledger {
+        entries: vec![
+            entry(FROZEN, "@shop/slow", "2026-11-25"),
+            entry("tests/test_other.py::test_gone", "@me", "2026-12-01"),
+        ],
+    };
+    let mut tip = c.ledger.clone().unwrap();
+    tip.entries.push(entry(STABLE, "@shop/stable", "2026-12-31"));
+    c.ledger = Ok(tip.clone());
+    c.ledger_edit = edit(&found, &found);
+    let r = c.run();
+    assert_eq!(r.codes(), ["frozen_only"], "{:#?}", r.reasons);
+    assert!(r.ledger_changes.is_empty());
+    // What the patch did itself is still its own: extending the freeze it found.
+    let mut leaves = found.clone();
+    leaves.entries[0].expires = date("2027-01-31");
+    c.ledger_edit = edit(&found, &leaves);
+    let r = c.run();
+    assert_eq!(r.codes()[0], "self_freeze");
+    assert_eq!(r.ledger_changes.len(), 1);
+    assert_eq!(r.ledger_changes[0].detail, "expires 2026-11-25 → 2027-01-31");
+    // The verdict is still the base tip's ledger's: it freezes STABLE, which the patch's
+    // ledger does not.
+    assert_eq!(r.codes(), ["self_freeze", "frozen_only", "ledger_edited"]);
 }
 
 #[test]
