@@ -114,6 +114,19 @@ impl<'a> Decision<'a> {
             .as_ref()
             .map(|e| ledger_changes(&e.before, &e.after))
             .unwrap_or_default();
+        // A deleted file of code needs no evidence, but what used it may now fail: say so.
+        let notes = att
+            .files
+            .iter()
+            .filter(|f| f.deletes_code)
+            .map(|f| {
+                format!(
+                    "{} is deleted: no test can run it any more, so it needs no evidence; a test that still uses it fails on head{}",
+                    f.path,
+                    if ev.results.is_some() { "" } else { " (no head results were given to show it)" }
+                )
+            })
+            .collect();
         Decision {
             input,
             ev,
@@ -126,7 +139,7 @@ impl<'a> Decision<'a> {
             unjoined,
             unchanged_failures: Vec::new(),
             reasons: Vec::new(),
-            notes: Vec::new(),
+            notes,
             blind: BTreeMap::new(),
             results: ResultsReport::default(),
             expired: Vec::new(),
@@ -354,8 +367,9 @@ impl<'a> Decision<'a> {
 
     /// Could the patch have changed what `test` ran? Not when the test executed none of the
     /// changed lines and nothing else of the patch reaches it unseen: the coverage has per-test
-    /// contexts, every changed file is measured code (or needs no evidence) with no pure
-    /// deletion, no excluded and no import-time changed line, and no trust rule fired. Any doubt
+    /// contexts, every changed file is measured code (or needs no evidence, and is not a deleted
+    /// file of code) with no pure deletion, no excluded and no import-time changed line, and no
+    /// trust rule fired. Any doubt
     /// is `false` (and the failure is `failed`).
     fn ran_only_unchanged_code(&self, test: &TestId) -> bool {
         let Some(cov) = &self.ev.coverage else {
@@ -368,7 +382,8 @@ impl<'a> Decision<'a> {
                 .iter()
                 .any(|r| r.code == ReasonCode::MissingEvidence || r.code.is_about_the_patchs_evidence())
             && self.att.files.iter().all(|f| match f.evidence {
-                FileEvidence::NotNeeded | FileEvidence::NoExecutableChange => true,
+                FileEvidence::NotNeeded => !f.deletes_code,
+                FileEvidence::NoExecutableChange => true,
                 FileEvidence::Measured => {
                     f.import_time_lines.is_empty() && f.excluded_lines.is_empty() && f.deletions.is_empty()
                 }
@@ -576,7 +591,7 @@ impl<'a> Decision<'a> {
         if self.att.needs_evidence_units == 0 {
             self.reasons.push(Reason::new(
                 ReasonCode::NoExecutableChange,
-                "no change in this patch needs test evidence (documentation, comments, renames or mode changes only)",
+                "no change in this patch needs test evidence (documentation, comments, files no test executes, deleted files, renames or mode changes only)",
             ));
         } else if !self.turned_off.is_empty() {
             self.reasons.push(Reason::new(
