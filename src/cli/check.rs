@@ -199,12 +199,19 @@ impl Sources for CommandLine<'_> {
         })
     }
 
-    /// With `--base` (and no `--ledger`), the ledger as HEAD leaves it.
+    /// With `--base`, the ledger as HEAD leaves it (also beside `--ledger FILE`: the diff's
+    /// hunks of the repository's ledger are read against it).
     async fn head_ledger(&self, path: &str) -> anyhow::Result<Option<Named>> {
-        if self.args.base.is_none() || self.args.ledger.is_some() {
+        if self.args.base.is_none() {
             return Ok(None);
         }
         Ok(git_show("HEAD", path)?.map(|b| Named::new(format!("HEAD:{path}"), b)))
+    }
+
+    /// Only `--base` reads the head; with `--diff` alone the diff's hunks of the ledger are
+    /// applied to the `--ledger` given.
+    fn knows_head(&self) -> bool {
+        self.args.base.is_some()
     }
 
     async fn base_file(&self, path: &str) -> anyhow::Result<Option<Named>> {

@@ -9,6 +9,7 @@ use super::{load_evidence, EvidenceSources};
 use crate::gate::codeowners::{CodeOwners, CODEOWNERS_PATHS};
 use crate::gate::config::{parse_config, Config};
 use crate::gate::error::text_of;
+use crate::gate::ledger::edit::{ledger_sides, LedgerEdit, LedgerSides, LedgerTexts};
 use crate::gate::ledger::parse_ledger;
 use crate::gate::patch::parse_patch;
 use crate::gate::{evaluate as gate_evaluate, Evidence, GateInput, InputDigest, InputError, Ledger, Report};
@@ -52,8 +53,14 @@ pub trait Sources {
     async fn base_ledger(&self, path: &str) -> Result<Result<Named, String>, Self::Error>;
     /// Where the evidence files are on disk.
     async fn evidence(&self) -> Result<EvidenceSources, Self::Error>;
-    /// The ledger as the patch leaves it, when this face knows the head's files.
+    /// The ledger as the patch leaves it, when this face knows the head's files (`None`:
+    /// the head has none, or the face does not know the head: [`Sources::knows_head`]).
     async fn head_ledger(&self, path: &str) -> Result<Option<Named>, Self::Error>;
+    /// Whether this face reads the head's files. Without them the patch's ledger edits are
+    /// read by applying its hunks to the base ledger it was given.
+    fn knows_head(&self) -> bool {
+        true
+    }
     /// A file at the base (CODEOWNERS), `None` when it is absent or this face reads no base.
     async fn base_file(&self, path: &str) -> Result<Option<Named>, Self::Error>;
     /// A changed source file as the head has it, `None` when it is absent or this face
@@ -214,6 +221,7 @@ pub async fn evaluate_deferred<S: Sources>(
 
     let diff = src.patch().await?;
     inputs.push(InputDigest::of("diff", &diff.name, &diff.bytes));
+    let diff_name = diff.name.clone();
     // A diff can be a hundred megabytes: parsed off the runtime, like the evidence below.
     let patch = off_the_runtime(move || parse_patch(&diff.name, &diff.bytes))
         .await
@@ -224,6 +232,7 @@ pub async fn evaluate_deferred<S: Sources>(
     let base_ledger = src.base_ledger(&config_.ledger).await?;
     let sources = src.evidence().await?;
     let head_ledger = src.head_ledger(&config_.ledger).await?;
+    let knows_head = src.knows_head();
     // The head's sources before the coverage: they say which lines' witnesses to keep.
     let head = fetch_head_sources(src, &patch).await?;
     let mut codeowners = None;
@@ -235,6 +244,12 @@ pub async fn evaluate_deferred<S: Sources>(
     }
     let config_ = config_.clone();
     let loaded = off_the_runtime(move || {
+        // What the patch did to the ledger, first: an edit that cannot be read stops here,
+        // before gigabytes of coverage are read for nothing.
+        let head_text = knows_head.then_some(head_ledger.as_ref());
+        let given = base_ledger.as_ref().ok().filter(|_| !knows_head);
+        let ledger_edit = read_ledger_edit(&patch, &config_.ledger, head_text, given, &mut notes)
+            .map_err(|why| InputError::new(crate::gate::Location::file(diff_name), why))?;
         // The ledger at the base: never the head's, which the patch controls.
         let ledger: Result<Ledger, Vec<InputError>> = match base_ledger {
             Ok(f) => {
@@ -249,26 +264,33 @@ pub async fn evaluate_deferred<S: Sources>(
         let loaded = load_evidence(&sources, &patch, ledger.as_ref().ok(), &head.texts);
         inputs.extend(loaded.digests);
         let mut evidence = loaded.evidence;
-        // The ledger as the patch leaves it: its edits are reported entry by entry
-        // (and a freeze of the patch's own witnesses caught), never obeyed.
-        if let Some(f) = head_ledger {
-            set_head_ledger(&mut evidence, &mut notes, &f, config_.policy.max_freeze_days);
-        }
+        // The patch's own ledger edits are reported entry by entry (and a freeze of the
+        // patch's own witnesses caught), never obeyed.
+        evidence.ledger_edit = ledger_edit.and_then(|sides| {
+            parse_ledger_edit(
+                &config_.ledger,
+                sides,
+                head_ledger.as_ref(),
+                config_.policy.max_freeze_days,
+                &mut notes,
+            )
+        });
         head.into_evidence(&patch, &mut evidence, &mut inputs, &mut notes);
         // CODEOWNERS at the base names the owners of unwitnessed lines.
         if let Some(f) = codeowners {
             set_codeowners(&mut evidence, &mut inputs, &mut notes, &f);
         }
-        Loaded {
+        Ok(Loaded {
             patch,
             ledger,
             config: config_,
             evidence,
             inputs,
             notes,
-        }
+        })
     })
-    .await;
+    .await
+    .map_err(AssembleError::Patch)?;
     let Judging {
         today,
         base_sha,
@@ -455,16 +477,85 @@ impl HeadSources {
     }
 }
 
-/// The head ledger, for the gate to report the patch's own edits. A ledger the
-/// patch leaves invalid is a note: it will block the next pull request.
-fn set_head_ledger(ev: &mut Evidence, notes: &mut Vec<String>, f: &Named, max_freeze_days: Option<u32>) {
-    match parse_ledger_bytes(&f.name, &f.bytes, max_freeze_days) {
-        Ok(l) => ev.head_ledger = Some(l),
-        Err(errors) => notes.push(format!(
-            "the patch leaves the ledger invalid, which will block the next pull request: {}",
-            errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ")
-        )),
+/// The ledger file's text on both sides of the patch, from its diff (`gate::ledger::edit`):
+/// `head` is the head's ledger when this face knows the head, `given` the base ledger a face
+/// without the head was given. `Err`: the patch edits the ledger and its edit cannot be read.
+fn read_ledger_edit(
+    patch: &crate::gate::Patch,
+    path: &str,
+    head: Option<Option<&Named>>,
+    given: Option<&Named>,
+    notes: &mut Vec<String>,
+) -> Result<Option<LedgerSides>, String> {
+    fn utf8(f: &Named) -> Option<&str> {
+        std::str::from_utf8(&f.bytes).ok()
     }
+    let texts = LedgerTexts {
+        head: head.map(|h| h.and_then(utf8)),
+        given: given.and_then(utf8),
+    };
+    if let Some(Some(f)) = head {
+        if texts.head == Some(None) {
+            return Err(format!(
+                "the patch edits the ledger {path}, but {} is not UTF-8",
+                f.name
+            ));
+        }
+    }
+    let sides = ledger_sides(patch, path, texts)?;
+    if let (Some(s), Some(g), Some(text)) = (&sides, given, texts.given) {
+        if s.after.as_deref() == Some(text) {
+            notes.push(format!(
+                "the ledger given ({}) is the one the patch leaves (the diff's hunks of {path} come out of it, not into it), so the patch's own freezes were obeyed; give the ledger the patch was made against",
+                g.name
+            ));
+        }
+    }
+    Ok(sides)
+}
+
+/// Both sides of the patch's ledger edit, parsed. A ledger the patch leaves invalid is a
+/// note (it will block the next pull request) and no edit is listed; one the patch found
+/// invalid is a note too, and every entry it leaves counts as its own.
+fn parse_ledger_edit(
+    path: &str,
+    sides: LedgerSides,
+    head: Option<&Named>,
+    max_freeze_days: Option<u32>,
+    notes: &mut Vec<String>,
+) -> Option<LedgerEdit> {
+    let list = |errors: Vec<InputError>| errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ");
+    let after = match &sides.after {
+        None => Ledger::default(),
+        Some(text) => {
+            let name = head.map_or_else(|| format!("{path} (as the patch leaves it)"), |f| f.name.clone());
+            match parse_ledger(&name, text, max_freeze_days) {
+                Ok(l) => l,
+                Err(errors) => {
+                    notes.push(format!(
+                        "the patch leaves the ledger invalid, which will block the next pull request: {}",
+                        list(errors)
+                    ));
+                    return None;
+                }
+            }
+        }
+    };
+    let before = match &sides.before {
+        None => Ledger::default(),
+        // A freeze longer than today's policy allows was not the patch's doing.
+        Some(text) => match parse_ledger(&format!("{path} (as the patch found it)"), text, None) {
+            Ok(l) => l,
+            Err(errors) => {
+                notes.push(format!(
+                    "the ledger as the patch found it is invalid, so every entry it leaves is listed as its edit: {}",
+                    list(errors)
+                ));
+                Ledger::default()
+            }
+        },
+    };
+    Some(LedgerEdit { before, after })
 }
 
 /// CODEOWNERS read at the base. Lines it cannot use are notes, not guesses.

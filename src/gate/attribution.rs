@@ -1,6 +1,7 @@
 //! Attribution: which tests witness each changed line. Every file the patch
-//! touches is accounted for ([`FileReport`]): documentation and test code need
-//! no evidence, binary, deleted, unmeasured and type-stub files are blind, and
+//! touches is accounted for ([`FileReport`]): documentation, test code, files no
+//! test executes (type stubs, `py.typed`, tool configuration) and deleted files
+//! need no evidence, binary and unmeasured files are blind, and
 //! in a measured file each changed executable line gets its witnesses, each
 //! witness classified as stable, frozen, unstable or failing on base. The rows
 //! of the decision (`verdict.rs`) all read this one [`Attribution`].
@@ -272,6 +273,8 @@ fn account_file(
         status: fc.status,
         evidence: FileEvidence::Measured,
         blind_reason: None,
+        no_evidence_reason: None,
+        deletes_code: false,
         coverage_path,
         changed_lines: fc.added_line_numbers(),
         executable_changed_lines: Vec::new(),
@@ -344,14 +347,43 @@ fn triage<'c>(
         fr.evidence = FileEvidence::NoExecutableChange;
         Triage::Done(fr)
     };
+    let not_needed = |mut fr: FileReport, why: &str| {
+        fr.evidence = FileEvidence::NotNeeded;
+        fr.no_evidence_reason = Some(why.to_string());
+        fr.deletions = not_executable_deletions(fc);
+        Triage::Done(fr)
+    };
     // Lines that cannot be read exactly cannot be matched to evidence, nor judged by the
     // trust rules (a test file): blind, unless the file needs no evidence whatever it says.
     if let Some(why) = fc.unreadable.as_deref().filter(|_| !no_evidence) {
         return blind(fr, why);
     }
-    if test_code || no_evidence {
+    if test_code {
+        return not_needed(
+            fr,
+            "test code: it is the evidence, and the trust rules judge its changes",
+        );
+    }
+    if no_evidence {
+        return not_needed(
+            fr,
+            "matches no_evidence_paths (documentation; or the ledger, a dependency manifest or configuration the trust rules judge)",
+        );
+    }
+    // Whatever it holds, no test executes it: asking for a test of it could never be met.
+    if let Some(why) = never_executed(&fc.path) {
+        return not_needed(fr, why);
+    }
+    if fc.status == FileStatus::Deleted {
+        if !fc.binary && fc.lines_known && fc.deletions.iter().all(|d| !is_code_deletion(d)) && !fc.deletions.is_empty()
+        {
+            return no_executable_change(fr);
+        }
+        // Nothing of it is left on head to run. What used it is judged by its own changed
+        // lines, and a test that still uses it fails on head (a note says so).
         fr.evidence = FileEvidence::NotNeeded;
-        fr.deletions = not_executable_deletions(fc);
+        fr.no_evidence_reason = Some("deleted file: nothing of it is left on head for a test to execute".to_string());
+        fr.deletes_code = true;
         return Triage::Done(fr);
     }
     if fc.binary {
@@ -362,12 +394,6 @@ fn triage<'c>(
             fr,
             "changed lines unknown (the diff omits this file's patch, as GitHub does for very large files)",
         );
-    }
-    if fc.status == FileStatus::Deleted {
-        if fc.deletions.iter().all(|d| !is_code_deletion(d)) && !fc.deletions.is_empty() {
-            return no_executable_change(fr);
-        }
-        return blind(fr, "deleted file: no test on head can witness its removal");
     }
     let code_added = fc.added.iter().any(|l| !is_non_code_text(&l.text));
     let code_deleted = fc.deletions.iter().any(is_code_deletion);
@@ -382,9 +408,6 @@ fn triage<'c>(
         if !have_coverage {
             return blind(fr, "no coverage was given");
         }
-        if fc.path.ends_with(".pyi") {
-            return blind(fr, "type stub: never executed, so no test can witness it");
-        }
         let why = if fc.path.ends_with(".py") {
             "not measured by coverage (never imported by the tests, or outside coverage's source)"
         } else {
@@ -393,6 +416,33 @@ fn triage<'c>(
         return blind(fr, why);
     };
     Triage::Measure(fr, cov)
+}
+
+/// Why no test can ever execute the file at `path`, whatever it holds: read by type
+/// checkers, packaging, git or linters, never run by the suite.
+fn never_executed(path: &str) -> Option<&'static str> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    if name.ends_with(".pyi") {
+        // Python imports the `.py` beside a stub (or the compiled module), never the stub.
+        return Some("type stub (.pyi): read by type checkers, never executed by a test");
+    }
+    match name {
+        "py.typed" => Some("PEP 561 marker (py.typed): read by type checkers, never executed"),
+        ".gitignore" | ".gitattributes" | ".mailmap" | ".git-blame-ignore-revs" => {
+            Some("git metadata: never executed by a test")
+        }
+        ".editorconfig" => Some("editor configuration: never executed by a test"),
+        "mypy.ini"
+        | ".mypy.ini"
+        | ".flake8"
+        | ".pylintrc"
+        | "pylintrc"
+        | ".isort.cfg"
+        | "ruff.toml"
+        | ".ruff.toml"
+        | ".pre-commit-config.yaml" => Some("linter or type-checker configuration: the test run never reads it"),
+        _ => None,
+    }
 }
 
 /// Stable when some witness is; else every witness is frozen or not stable.

@@ -223,6 +223,7 @@ pub fn untouched_tests_ran_base_code(report: &Report) -> bool {
                 f.evidence,
                 FileEvidence::NotNeeded | FileEvidence::NoExecutableChange | FileEvidence::Measured
             ) && f.import_time_lines.is_empty()
+                && !f.deletes_code // a deleted file of code may fail what used it
         })
 }
 

@@ -42,10 +42,11 @@ pub struct Evidence {
     pub probe: Option<Probe>,
     pub meta: Option<Meta>,
     pub problems: Vec<InputError>,
-    /// The ledger as the patch leaves it (head side). Never used to decide what
-    /// is frozen — the base ledger is — only to report the patch's own edits
-    /// and catch a patch freezing its own witnesses.
-    pub head_ledger: Option<Ledger>,
+    /// The patch's own edit of the ledger file (as its diff shows it: the ledger as the
+    /// patch found it and as it leaves it), `None` when it does not touch the file. Never
+    /// used to decide what is frozen — the base ledger is — only to report the patch's
+    /// own edits and catch a patch freezing its own witnesses.
+    pub ledger_edit: Option<crate::gate::ledger::edit::LedgerEdit>,
     /// CODEOWNERS at the base commit: owners of changed lines no stable test witnesses.
     pub codeowners: Option<CodeOwners>,
     /// The head's text of changed source files (repository path → text), when the

@@ -1,6 +1,7 @@
 //! The freeze ledger (`.github/flake-ledger.json`): every frozen test with
 //! why, who owns it and when the freeze expires; and how a patch changes it
-//! ([`ledger_changes`], entry by entry, which the trust rules judge).
+//! ([`ledger_changes`], entry by entry, which the trust rules judge) — between the two
+//! sides of the patch's own edit of the file (`edit.rs`).
 //!
 //! serde_json has no spans, so the text is first checked by serde_json (for
 //! its syntax errors with line and column) and then read again by
@@ -13,6 +14,8 @@ use crate::gate::nodeid::{IdKind, TestId};
 use chrono::NaiveDate;
 use serde::Serialize;
 use std::collections::BTreeMap;
+
+pub mod edit;
 
 /// One frozen test (or class, or parametrised base name).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -376,7 +376,9 @@ pub struct DeletionReport {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FileEvidence {
-    /// Matches `no_evidence_paths`.
+    /// Needs no evidence (`no_evidence_reason` says why): it matches `no_evidence_paths`, is
+    /// test code, is never executed by a test (a type stub, a marker file, tool
+    /// configuration), or the patch deletes it.
     NotNeeded,
     /// No content change (pure rename, mode change) or only blank/comment lines.
     NoExecutableChange,
@@ -393,6 +395,14 @@ pub struct FileReport {
     pub status: crate::gate::patch::FileStatus,
     pub evidence: FileEvidence,
     pub blind_reason: Option<String>,
+    /// For `not_needed`: why the file needs no evidence.
+    pub no_evidence_reason: Option<String>,
+    /// The patch deletes this file and it held code: it needs no evidence (nothing of it is
+    /// left to run), but a test that used it may fail on head because of it — so no head
+    /// failure is taken for flakiness on unchanged code, nor a head run for a run of the
+    /// base's code.
+    #[serde(skip)]
+    pub deletes_code: bool,
     /// Coverage's path for this file when it was mapped by suffix.
     pub coverage_path: Option<String>,
     pub changed_lines: Vec<u32>,

@@ -63,7 +63,7 @@ struct Decision<'a> {
     /// Why the files that need no evidence could not be matched, if they could not.
     glob_error: Option<String>,
     att: Attribution,
-    /// The patch's own ledger edits (base → head), when both ledgers are known.
+    /// The patch's own ledger edits (as it found the ledger → as it leaves it).
     ledger_changes: Vec<LedgerChange>,
     /// Witnesses whose id joins no head result (LCOV, Bazel): blind.
     unjoined: BTreeSet<TestId>,
@@ -107,10 +107,26 @@ impl<'a> Decision<'a> {
             &ev.head_sources,
             &unjoined,
         );
-        let ledger_changes = match (&ev.head_ledger, input.ledger) {
-            (Some(head), Ok(base)) => ledger_changes(base, head),
-            _ => Vec::new(),
-        };
+        // What the patch's own diff did to the ledger: never the base's tip against the head,
+        // which would blame the patch for edits landed on the base since it was cut.
+        let ledger_changes = ev
+            .ledger_edit
+            .as_ref()
+            .map(|e| ledger_changes(&e.before, &e.after))
+            .unwrap_or_default();
+        // A deleted file of code needs no evidence, but what used it may now fail: say so.
+        let notes = att
+            .files
+            .iter()
+            .filter(|f| f.deletes_code)
+            .map(|f| {
+                format!(
+                    "{} is deleted: no test can run it any more, so it needs no evidence; a test that still uses it fails on head{}",
+                    f.path,
+                    if ev.results.is_some() { "" } else { " (no head results were given to show it)" }
+                )
+            })
+            .collect();
         Decision {
             input,
             ev,
@@ -123,7 +139,7 @@ impl<'a> Decision<'a> {
             unjoined,
             unchanged_failures: Vec::new(),
             reasons: Vec::new(),
-            notes: Vec::new(),
+            notes,
             blind: BTreeMap::new(),
             results: ResultsReport::default(),
             expired: Vec::new(),
@@ -351,8 +367,9 @@ impl<'a> Decision<'a> {
 
     /// Could the patch have changed what `test` ran? Not when the test executed none of the
     /// changed lines and nothing else of the patch reaches it unseen: the coverage has per-test
-    /// contexts, every changed file is measured code (or needs no evidence) with no pure
-    /// deletion, no excluded and no import-time changed line, and no trust rule fired. Any doubt
+    /// contexts, every changed file is measured code (or needs no evidence, and is not a deleted
+    /// file of code) with no pure deletion, no excluded and no import-time changed line, and no
+    /// trust rule fired. Any doubt
     /// is `false` (and the failure is `failed`).
     fn ran_only_unchanged_code(&self, test: &TestId) -> bool {
         let Some(cov) = &self.ev.coverage else {
@@ -365,7 +382,8 @@ impl<'a> Decision<'a> {
                 .iter()
                 .any(|r| r.code == ReasonCode::MissingEvidence || r.code.is_about_the_patchs_evidence())
             && self.att.files.iter().all(|f| match f.evidence {
-                FileEvidence::NotNeeded | FileEvidence::NoExecutableChange => true,
+                FileEvidence::NotNeeded => !f.deletes_code,
+                FileEvidence::NoExecutableChange => true,
                 FileEvidence::Measured => {
                     f.import_time_lines.is_empty() && f.excluded_lines.is_empty() && f.deletions.is_empty()
                 }
@@ -573,7 +591,7 @@ impl<'a> Decision<'a> {
         if self.att.needs_evidence_units == 0 {
             self.reasons.push(Reason::new(
                 ReasonCode::NoExecutableChange,
-                "no change in this patch needs test evidence (documentation, comments, renames or mode changes only)",
+                "no change in this patch needs test evidence (documentation, comments, files no test executes, deleted files, renames or mode changes only)",
             ));
         } else if !self.turned_off.is_empty() {
             self.reasons.push(Reason::new(

@@ -60,7 +60,10 @@ fn file(s: &mut String, f: &FileReport) {
         .map(|p| format!(" (from {})", ol(p)))
         .unwrap_or_default();
     let how = match f.evidence {
-        FileEvidence::NotNeeded => "no evidence needed".to_string(),
+        FileEvidence::NotNeeded => match &f.no_evidence_reason {
+            Some(why) => format!("no evidence needed: {}", ol(why)),
+            None => "no evidence needed".to_string(),
+        },
         FileEvidence::NoExecutableChange => "no executable change".to_string(),
         FileEvidence::Blind => format!("BLIND: {}", ol(f.blind_reason.as_deref().unwrap_or(""))),
         FileEvidence::Measured => format!(

@@ -151,12 +151,9 @@ async fn no_channel_of_a_hostile_pull_request_is_live_in_what_the_app_posts() {
     repo.put_file(&h.base_sha, LEDGER_PATH, &h.ledger);
     repo.put_file(&h.head_sha, LEDGER_PATH, &h.head_ledger);
     repo.put_file(&h.base_sha, ".github/CODEOWNERS", b"* @acme/reviewers\n");
-    repo.add_pull(
-        PR,
-        &h.base_sha,
-        &h.head_sha,
-        &String::from_utf8(h.diff.clone()).unwrap(),
-    );
+    // The head ledger's entry is the patch's own edit: its diff carries it.
+    let diff = [h.diff.as_slice(), h.ledger_section.as_slice()].concat();
+    repo.add_pull(PR, &h.base_sha, &h.head_sha, &String::from_utf8(diff).unwrap());
     repo.add_workflow_run(RUN_ID, ARTIFACT, ArtifactState::Zip(evidence_zip(h.dir.path(), true)));
     app.deliver(
         "pull_request",

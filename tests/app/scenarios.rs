@@ -525,6 +525,135 @@ async fn a_ledger_the_patch_edits_is_reported_and_the_base_one_obeyed() {
     finish(app).await;
 }
 
+/// `ledger` (the project's) with `edit` applied to its `frozen` list, as the ledger commands write it.
+fn ledger_with(ledger: &[u8], edit: impl FnOnce(&mut Vec<Value>)) -> Vec<u8> {
+    let mut l: Value = serde_json::from_slice(ledger).unwrap();
+    edit(l["frozen"].as_array_mut().unwrap());
+    format!("{}\n", serde_json::to_string_pretty(&l).unwrap()).into_bytes()
+}
+
+fn frozen(test: &str, owner: &str, expires: &str) -> Value {
+    serde_json::json!({
+        "test": test, "observed": "1/7 fail on clean base", "reason": "flaky",
+        "owner": owner, "frozen_at": "2026-11-20", "expires": expires
+    })
+}
+
+/// A diff of the whole ledger file, `old` → `new` (every line removed and added).
+fn ledger_hunk(old: &[u8], new: &[u8]) -> String {
+    let (old, new) = (String::from_utf8_lossy(old), String::from_utf8_lossy(new));
+    let (o, n): (Vec<&str>, Vec<&str>) = (old.lines().collect(), new.lines().collect());
+    let mut d = format!(
+        "diff --git a/{LEDGER_PATH} b/{LEDGER_PATH}\nindex 1111111..2222222 100644\n--- a/{LEDGER_PATH}\n+++ b/{LEDGER_PATH}\n@@ -1,{} +1,{} @@\n",
+        o.len(),
+        n.len()
+    );
+    o.iter().for_each(|l| d.push_str(&format!("-{l}\n")));
+    n.iter().for_each(|l| d.push_str(&format!("+{l}\n")));
+    d
+}
+
+fn codes_of(r: &Value) -> Vec<String> {
+    r["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["code"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The base branch's tip, past the commit the pull request branched from (the case's base).
+const BASE_TIP: &str = "b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1";
+/// Another branch the pull request is retargeted to, with a ledger of its own.
+const RELEASE_TIP: &str = "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ledger_edits_on_the_base_after_the_branch_point_or_a_retarget_are_not_the_patchs() {
+    let (app, repo) = start().await;
+    let c = case("all_stable");
+    let found = c.ledger();
+    // The head leaves the ledger as it branched with it; main has since renewed a freeze,
+    // extended another, pruned a third and frozen the patch's own witness (test_apply_tax).
+    let tip = ledger_with(&found, |l| {
+        l[0]["observed"] = "3/7 fail on clean base".into();
+        l[0]["expires"] = "2027-01-09".into();
+        l[1]["expires"] = "2026-12-30".into();
+        l.retain(|e| e["test"] != "tests/test_pricing.py::test_bulk_discount");
+        l.push(frozen(
+            "tests/test_pricing.py::test_apply_tax",
+            "@shop/pricing",
+            "2026-12-20",
+        ));
+    });
+    repo.put_file(BASE_TIP, LEDGER_PATH, &tip);
+    repo.put_file(&c.head_sha, LEDGER_PATH, &found);
+    repo.add_pull(3, BASE_TIP, &c.head_sha, &c.diff);
+    repo.add_workflow_run(1, ARTIFACT, ArtifactState::Zip(c.evidence_zip(true)));
+    app.deliver("pull_request", &pull_request_event("opened", 3, BASE_TIP, &c.head_sha))
+        .await;
+    assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
+    app.deliver(
+        "workflow_run",
+        &workflow_run_completed(1, &c.head_sha, WORKFLOW, &[(3, BASE_TIP)]),
+    )
+    .await;
+    assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
+    let check = the_check(&repo, &c.head_sha);
+    let r = record(&check);
+    // Judged with main's ledger (the witness is frozen there), and no edit is the patch's.
+    assert_eq!(codes_of(&r), ["some_frozen"], "{:#}", r["reasons"]);
+    assert_eq!(r["ledger_changes"], serde_json::json!([]));
+    assert!(!summary(&check).contains("freezes tests"), "{}", summary(&check));
+
+    // Retargeted to `release`, which keeps another ledger (the first of the project's freezes
+    // only, and one of its own): still no edit of the patch's.
+    let release = ledger_with(&found, |l| {
+        l.truncate(1);
+        l.push(frozen("tests/test_util.py::test_clamp", "@shop/util", "2026-12-20"));
+    });
+    repo.put_file(RELEASE_TIP, LEDGER_PATH, &release);
+    repo.add_pull(3, RELEASE_TIP, &c.head_sha, &c.diff);
+    repo.set_base_ref(3, "release");
+    let mut retarget = pull_request_event("edited", 3, RELEASE_TIP, &c.head_sha);
+    retarget["changes"] = serde_json::json!({ "base": { "ref": { "from": "main" }, "sha": { "from": BASE_TIP } } });
+    app.deliver("pull_request", &retarget).await;
+    assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
+    let check = repo.check_runs_for(&c.head_sha).pop().unwrap();
+    let r = record(&check);
+    assert_eq!(r["base_sha"], RELEASE_TIP);
+    assert_verdict(&check, "PASS", "success");
+    assert_eq!(r["ledger_changes"], serde_json::json!([]));
+
+    // The patch's own edit on top of the moved base is its own, and only it: it freezes its
+    // witness (a self-freeze); main's renewal of test_gateway_retry is not listed.
+    let leaves = ledger_with(&found, |l| {
+        l.push(frozen("tests/test_pricing.py::test_apply_tax", "@agent", "2026-12-20"));
+    });
+    let head2 = "4e4e4e4e4e4e4e4e4e4e4e4e4e4e4e4e4e4e4e4e";
+    let tip2 = ledger_with(&found, |l| l[0]["expires"] = "2027-01-09".into());
+    repo.put_file(BASE_TIP, LEDGER_PATH, &tip2);
+    repo.put_file(head2, LEDGER_PATH, &leaves);
+    let diff = format!("{}{}", c.diff, ledger_hunk(&found, &leaves));
+    repo.add_pull(4, BASE_TIP, head2, &diff);
+    repo.add_workflow_run(2, ARTIFACT, ArtifactState::Zip(c.evidence_zip(true)));
+    app.deliver(
+        "workflow_run",
+        &workflow_run_completed(2, head2, WORKFLOW, &[(4, BASE_TIP)]),
+    )
+    .await;
+    assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
+    let r = record(&the_check(&repo, head2));
+    let codes = codes_of(&r);
+    assert!(codes.contains(&"self_freeze".to_owned()), "{codes:?}");
+    let changes = r["ledger_changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 1, "{changes:#?}");
+    assert_eq!(
+        (changes[0]["test"].as_str(), changes[0]["kind"].as_str()),
+        (Some("tests/test_pricing.py::test_apply_tax"), Some("added"))
+    );
+    finish(app).await;
+}
+
 // ---- f. GitHub failing, then rate limiting ------------------------------------------------------
 
 /// The job's next attempt time, as the store has it.

@@ -331,3 +331,67 @@ fn templates_can_be_overridden() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("check-summary.md.j2"));
 }
+
+/// Files no test can execute — a type stub beside its module, a `py.typed` marker, a deleted
+/// module — need no evidence: each is listed with why, the patch stays PASS, and the deleted
+/// module is a note (a test that still used it would fail on head).
+#[test]
+fn stubs_markers_and_deleted_files_need_no_evidence() {
+    let dir = fixtures().join("cases/all_stable");
+    let mut diff = std::fs::read_to_string(dir.join("diff.patch")).unwrap();
+    diff.push_str(
+        "diff --git a/src/shop/pricing.pyi b/src/shop/pricing.pyi\nnew file mode 100644\nindex 0000000..1111111\n\
+         --- /dev/null\n+++ b/src/shop/pricing.pyi\n@@ -0,0 +1,2 @@\n+def apply_tax(amount: int) -> int: ...\n\
+         +def tax_rate() -> float: ...\n\
+         diff --git a/src/shop/py.typed b/src/shop/py.typed\nnew file mode 100644\nindex 0000000..2222222\n\
+         --- /dev/null\n+++ b/src/shop/py.typed\n@@ -0,0 +1 @@\n+partial\n\
+         diff --git a/src/shop/legacy_rates.py b/src/shop/legacy_rates.py\ndeleted file mode 100644\nindex 3333333..0000000\n\
+         --- a/src/shop/legacy_rates.py\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-def legacy_rate():\n-    return 0.2\n",
+    );
+    let t = tempfile::tempdir().unwrap();
+    let patch = t.path().join("pr.diff");
+    std::fs::write(&patch, diff).unwrap();
+    let ev = dir.join("evidence");
+    let ledger = fixtures().join("project/.github/flake-ledger.json");
+    let probe = fixtures().join("probe/reportlog");
+    let run = check_json(&[
+        "--diff",
+        patch.to_str().unwrap(),
+        "--ledger",
+        ledger.to_str().unwrap(),
+        "--coverage",
+        ev.join("coverage.json").to_str().unwrap(),
+        "--results",
+        ev.join("results").to_str().unwrap(),
+        "--probe",
+        probe.to_str().unwrap(),
+        "--today",
+        "2026-11-20",
+    ]);
+    let v = &run.json;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(codes(v), ["all_stable"], "{:#}", v["reasons"]);
+    let file = |path: &str| {
+        v["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"] == path)
+            .unwrap_or_else(|| panic!("{path}: {:#}", v["files"]))
+            .clone()
+    };
+    for (path, why) in [
+        ("src/shop/pricing.pyi", "type stub"),
+        ("src/shop/py.typed", "py.typed"),
+        ("src/shop/legacy_rates.py", "deleted file"),
+    ] {
+        let f = file(path);
+        assert_eq!(f["evidence"], "not_needed", "{f:#}");
+        assert!(f["no_evidence_reason"].as_str().unwrap().contains(why), "{f:#}");
+        assert_eq!(f["blind_reason"], Value::Null);
+    }
+    assert_eq!(file("src/shop/pricing.py")["no_evidence_reason"], Value::Null);
+    assert_eq!(v["blind_owners"], serde_json::json!([]));
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("src/shop/legacy_rates.py is deleted"), "{notes}");
+}

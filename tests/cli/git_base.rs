@@ -274,3 +274,195 @@ fn policy_signals_at_base_escalate_a_caveat() {
         .unwrap()
         .contains("tests/test_pricing.py:8: adds a sleep"));
 }
+
+// ---- what the patch did to the ledger is what its own diff did ------------------------------
+
+const LEDGER: &str = ".github/flake-ledger.json";
+
+/// Rewrite the ledger in `repo`'s working tree: `edit` gets its `frozen` list.
+fn edit_ledger(repo: &Path, edit: impl FnOnce(&mut Vec<Value>)) {
+    let path = repo.join(LEDGER);
+    let mut ledger: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    edit(ledger["frozen"].as_array_mut().unwrap());
+    std::fs::write(&path, format!("{}\n", serde_json::to_string_pretty(&ledger).unwrap())).unwrap();
+}
+
+fn entry(ledger: &mut [Value], test: &str) -> usize {
+    ledger.iter().position(|e| e["test"] == test).unwrap()
+}
+
+fn freeze(test: &str, owner: &str, expires: &str) -> Value {
+    serde_json::json!({
+        "test": test, "observed": "1/7 fail on clean base", "reason": "flaky",
+        "owner": owner, "frozen_at": "2026-11-20", "expires": expires
+    })
+}
+
+/// `case`'s patch on branch `pr` from the fixture project's commit on `main`; then `main`
+/// moves on with `on_main` applied to its ledger. Returns the checkout (on `pr`).
+fn branch_then_base_moves(case: &str, on_main: impl FnOnce(&mut Vec<Value>)) -> tempfile::TempDir {
+    let (t, base) = checkout(case);
+    let repo = t.path();
+    git(repo, &["branch", "pr"]);
+    git(repo, &["reset", "-q", "--hard", &base]);
+    edit_ledger(repo, on_main);
+    git(repo, &["commit", "-q", "-am", "ledger maintenance on main"]);
+    git(repo, &["checkout", "-q", "pr"]);
+    t
+}
+
+#[test]
+fn ledger_edits_landed_on_the_base_after_the_branch_point_are_not_the_patchs() {
+    // After the branch was cut, main renewed a freeze (a new observation, a later expiry),
+    // extended another, froze the patch's own witness (test_apply_tax, pricing.py:19) and
+    // pruned a third. Against main's tip every one would read as the patch's edit —
+    // the witness's freeze "removed", the pruned one "added" (self_freeze if a witness).
+    let t = branch_then_base_moves("all_stable", |l| {
+        let i = entry(l, "tests/test_refunds.py::test_gateway_retry");
+        l[i]["observed"] = "3/7 fail on clean base".into();
+        l[i]["expires"] = "2027-01-09".into();
+        let i = entry(l, "tests/test_refunds.py::test_refund_rounding_broken");
+        l[i]["expires"] = "2026-12-30".into();
+        l.retain(|e| e["test"] != "tests/test_pricing.py::test_bulk_discount");
+        l.push(freeze(
+            "tests/test_pricing.py::test_apply_tax",
+            "@shop/pricing",
+            "2026-12-20",
+        ));
+    });
+    let v = check(t.path(), "main", "all_stable");
+    assert_eq!(
+        codes(&v),
+        ["some_frozen"],
+        "judged with main's ledger: {:#}",
+        v["reasons"]
+    );
+    assert_eq!(v["ledger_changes"], serde_json::json!([]));
+    assert_eq!(v["witnesses"]["frozen"][0], "tests/test_pricing.py::test_apply_tax");
+    assert!(v["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|i| i["role"] == "ledger" && i["path"] == format!("main:{LEDGER}")));
+}
+
+#[test]
+fn the_patchs_own_ledger_edit_is_reported_whatever_the_base_did_since() {
+    // main renewed test_gateway_retry after the branch point; the patch itself freezes its own
+    // witness. Only the patch's edit is listed, and it is a self-freeze.
+    let t = branch_then_base_moves("all_stable", |l| {
+        let i = entry(l, "tests/test_refunds.py::test_gateway_retry");
+        l[i]["expires"] = "2027-01-09".into();
+    });
+    let repo = t.path();
+    edit_ledger(repo, |l| {
+        l.push(freeze("tests/test_pricing.py::test_apply_tax", "@agent", "2026-12-20"));
+    });
+    git(repo, &["commit", "-q", "-am", "freeze the witness"]);
+    let v = check(repo, "main", "all_stable");
+    assert_eq!(codes(&v), ["self_freeze", "ledger_edited"], "{:#}", v["reasons"]);
+    let changes = v["ledger_changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 1, "{changes:#?}");
+    assert_eq!(changes[0]["test"], "tests/test_pricing.py::test_apply_tax");
+    assert_eq!(changes[0]["kind"], "added");
+    let msg = v["reasons"][1]["message"].as_str().unwrap();
+    assert!(!msg.contains("test_gateway_retry"), "{msg}");
+}
+
+#[test]
+fn a_retarget_to_a_base_with_another_ledger_is_not_a_ledger_edit() {
+    // `release` branched from the same commit and keeps another ledger: it unfroze
+    // test_gateway_retry (frozen_only's one witness) and froze something else. The pull
+    // request, retargeted there, never touched the ledger.
+    let (t, base) = checkout("frozen_only");
+    let repo = t.path();
+    git(repo, &["checkout", "-q", "-b", "release", &base]);
+    edit_ledger(repo, |l| {
+        l.retain(|e| e["test"] != "tests/test_refunds.py::test_gateway_retry");
+        l.push(freeze(
+            "tests/test_cart.py::TestCart::test_total",
+            "@shop/cart",
+            "2026-12-20",
+        ));
+    });
+    git(repo, &["commit", "-q", "-am", "release's own ledger"]);
+    git(repo, &["checkout", "-q", "main"]);
+    let v = check(repo, "release", "frozen_only");
+    let c = codes(&v);
+    assert!(!c.contains(&"self_freeze") && !c.contains(&"ledger_edited"), "{c:?}");
+    assert_eq!(v["ledger_changes"], serde_json::json!([]));
+    // release does not freeze the witness; the base probe still shows it unstable.
+    assert_eq!(c[0], "frozen_only", "{:#}", v["reasons"]);
+    assert_eq!(v["witnesses"]["frozen"], serde_json::json!([]));
+}
+
+/// `flakegate check --diff` with no `--base`: the evidence of `all_stable`, the diff given.
+fn check_diff(dir: &Path, diff: &Path, ledger: Option<&Path>) -> (Option<i32>, Value, String) {
+    let ev = root().join("tests/fixtures/cases/all_stable/evidence");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_flakegate"));
+    cmd.args(["check", "--format", "json", "--today", "2026-11-20", "--diff"])
+        .arg(diff)
+        .arg("--coverage")
+        .arg(ev.join("coverage.json"))
+        .arg("--results")
+        .arg(ev.join("results"))
+        .arg("--probe")
+        .arg(root().join("tests/fixtures/probe/reportlog"))
+        .current_dir(dir);
+    if let Some(l) = ledger {
+        cmd.arg("--ledger").arg(l);
+    }
+    let out = cmd.output().unwrap();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code(), v, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn a_diff_alone_that_edits_the_ledger_is_reported_or_refused() {
+    let (t, base) = checkout("all_stable");
+    let repo = t.path();
+    let found = std::fs::read(repo.join(LEDGER)).unwrap();
+    edit_ledger(repo, |l| {
+        l.push(freeze("tests/test_pricing.py::test_apply_tax", "@agent", "2026-12-20"));
+    });
+    git(repo, &["commit", "-q", "-am", "freeze the witness"]);
+    let leaves = std::fs::read(repo.join(LEDGER)).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let diff = scratch.path().join("pr.diff");
+    let out = Command::new("git")
+        .args(["diff", "--no-color", &format!("{base}...HEAD")])
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    std::fs::write(&diff, out.stdout).unwrap();
+    let (found_file, leaves_file) = (scratch.path().join("found.json"), scratch.path().join("leaves.json"));
+    std::fs::write(&found_file, &found).unwrap();
+    std::fs::write(&leaves_file, &leaves).unwrap();
+
+    // With the ledger the diff was made against: the hunks applied to it.
+    let (code, v, err) = check_diff(scratch.path(), &diff, Some(&found_file));
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(codes(&v), ["self_freeze", "ledger_edited"], "{:#}", v["reasons"]);
+    assert_eq!(v["ledger_changes"][0]["kind"], "added");
+    // With the ledger it leaves: reported too, and the note says the patch's ledger was obeyed.
+    let (code, v, err) = check_diff(scratch.path(), &diff, Some(&leaves_file));
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(codes(&v)[0], "self_freeze", "{:#}", v["reasons"]);
+    assert!(
+        v["notes"].to_string().contains("is the one the patch leaves"),
+        "{:#}",
+        v["notes"]
+    );
+    // With no ledger it could be read against: the command says it cannot judge it.
+    for ledger in [
+        None,
+        Some(root().join("tests/fixtures/cases/invalid_ledger/ledger.json")),
+    ] {
+        let (code, v, err) = check_diff(scratch.path(), &diff, ledger.as_deref());
+        assert_eq!(code, Some(2), "never a silent verdict: {v:#}");
+        assert!(
+            err.contains("the patch edits the ledger .github/flake-ledger.json") && err.contains("cannot be judged"),
+            "{err}"
+        );
+    }
+}

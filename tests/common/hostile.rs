@@ -8,7 +8,8 @@
 //!   mention, an `<img>` and `<!--` — its diff section made by real git (`git diff --cached`);
 //! - **node id**: a failing test's node id and message in the head results;
 //! - **ledger field**: an entry's owner and test in the base ledger, and (for the App) an
-//!   entry the head ledger adds.
+//!   entry the head ledger adds — the patch's own edit, so its diff carries it
+//!   ([`Hostile::ledger_section`]).
 //!
 //! Each channel names its own handle, so a test can say which channel leaked.
 
@@ -39,6 +40,9 @@ pub struct Hostile {
     pub ledger: Vec<u8>,
     /// The head ledger: the base one plus an entry the patch adds.
     pub head_ledger: Vec<u8>,
+    /// The diff of the ledger file, base → head (the whole file replaced), for a diff that
+    /// carries the head ledger's entry as the patch's own edit.
+    pub ledger_section: Vec<u8>,
     pub base_sha: String,
     pub head_sha: String,
 }
@@ -152,11 +156,30 @@ pub fn build(fixtures: &Path) -> Hostile {
     }));
     let meta: Value =
         serde_json::from_str(&std::fs::read_to_string(entry.join("evidence/meta.json")).unwrap()).unwrap();
+    let (ledger, head) = (
+        serde_json::to_string_pretty(&ledger).unwrap(),
+        serde_json::to_string_pretty(&head).unwrap(),
+    );
+    let path = ".github/flake-ledger.json";
+    let (old, new): (Vec<&str>, Vec<&str>) = (ledger.lines().collect(), head.lines().collect());
+    let mut section = format!(
+        "diff --git a/{path} b/{path}\nindex 1111111..2222222 100644\n--- a/{path}\n+++ b/{path}\n@@ -1,{} +1,{} @@\n",
+        old.len(),
+        new.len()
+    );
+    // Neither text ends with a newline (`to_string_pretty`), as git marks.
+    for (sign, lines) in [('-', &old), ('+', &new)] {
+        for l in lines.iter() {
+            section.push_str(&format!("{sign}{l}\n"));
+        }
+        section.push_str("\\ No newline at end of file\n");
+    }
     Hostile {
         dir,
         diff,
-        ledger: serde_json::to_vec_pretty(&ledger).unwrap(),
-        head_ledger: serde_json::to_vec_pretty(&head).unwrap(),
+        ledger: ledger.into_bytes(),
+        head_ledger: head.into_bytes(),
+        ledger_section: section.into_bytes(),
         base_sha: meta["base_sha"].as_str().unwrap().to_owned(),
         head_sha: meta["head_sha"].as_str().unwrap().to_owned(),
     }

@@ -4,7 +4,8 @@
 //! [`parse_github_files`] GitHub's pull-request files listing
 //! (`github_files.rs`), and [`parse_patch`] picks the one the input is in.
 //! `scope.rs` finds the Python `def`/`class` around each changed line from the
-//! hunk alone. The model (`model.rs`, which every reader builds on) is
+//! hunk alone; `sides.rs` rebuilds a file's text on one side from the other and
+//! its hunks. The model (`model.rs`, which every reader builds on) is
 //! re-exported here.
 
 mod github_files;
@@ -12,6 +13,7 @@ mod model;
 #[cfg(test)]
 mod reference;
 pub(crate) mod scope;
+mod sides;
 #[cfg(test)]
 pub(crate) mod test_support;
 mod unified;

@@ -128,7 +128,7 @@ struct Case {
     probe: Option<Probe>,
     results: Option<TestResults>,
     config: Config,
-    head_ledger: Option<Ledger>,
+    ledger_edit: Option<crate::gate::ledger::edit::LedgerEdit>,
     codeowners: Option<crate::gate::codeowners::CodeOwners>,
     meta: Option<Meta>,
     head_sha: Option<String>,
@@ -153,7 +153,7 @@ impl Case {
                 (FROZEN, Outcome::Passed),
             ])),
             config: Config::default(),
-            head_ledger: None,
+            ledger_edit: None,
             codeowners: None,
             meta: None,
             head_sha: None,
@@ -169,7 +169,7 @@ impl Case {
             probe: self.probe.clone(),
             meta: self.meta.clone(),
             problems: vec![],
-            head_ledger: self.head_ledger.clone(),
+            ledger_edit: self.ledger_edit.clone(),
             codeowners: self.codeowners.clone(),
             head_sources: self.head_sources.clone(),
             history: None,
@@ -406,6 +406,203 @@ fn files_are_all_accounted_for() {
 }
 
 #[test]
+fn what_no_test_can_execute_needs_no_evidence() {
+    // Each file alone beside a stably witnessed line: (path, status, added lines, binary) →
+    // evidence, and whether the reason names it.
+    let deleted = |path: &str, text: &[&str], binary: bool| {
+        let mut f = file_change(&[]);
+        f.path = path.into();
+        f.status = FileStatus::Deleted;
+        f.binary = binary;
+        if !binary {
+            f.deletions = vec![Deletion {
+                old_start: 1,
+                old_count: text.len() as u32,
+                after: 0,
+                text: text.iter().map(|t| t.to_string()).collect(),
+            }];
+        }
+        f
+    };
+    let added = |path: &str, lines: &[(u32, &str)], status: FileStatus| {
+        let mut f = file_change(lines);
+        f.path = path.into();
+        f.status = status;
+        f
+    };
+    let table: Vec<(FileChange, FileEvidence, Option<&str>)> = vec![
+        // A stub, new or edited, beside its module or alone: never imported at run time.
+        (
+            added(
+                "src/shop/refunds.pyi",
+                &[(1, "def refund(x: int) -> int: ...")],
+                FileStatus::Added,
+            ),
+            FileEvidence::NotNeeded,
+            Some("type stub"),
+        ),
+        (
+            added(
+                "src/shop/_native.pyi",
+                &[(3, "    def total(self) -> int: ...")],
+                FileStatus::Modified,
+            ),
+            FileEvidence::NotNeeded,
+            Some("type stub"),
+        ),
+        (
+            added("src/shop/py.typed", &[(1, "partial")], FileStatus::Added),
+            FileEvidence::NotNeeded,
+            Some("py.typed"),
+        ),
+        (
+            added(".gitattributes", &[(1, "*.py diff=python")], FileStatus::Modified),
+            FileEvidence::NotNeeded,
+            Some("git metadata"),
+        ),
+        (
+            added("mypy.ini", &[(2, "strict = True")], FileStatus::Modified),
+            FileEvidence::NotNeeded,
+            Some("type-checker"),
+        ),
+        // Deleted files: nothing is left to execute, whatever they held.
+        (
+            deleted("src/shop/legacy.py", &["def old():", "    return 1"], false),
+            FileEvidence::NotNeeded,
+            Some("deleted file"),
+        ),
+        (
+            deleted("assets/logo.png", &[], true),
+            FileEvidence::NotNeeded,
+            Some("deleted file"),
+        ),
+        (
+            deleted("src/shop/legacy.pyi", &["def old() -> int: ..."], false),
+            FileEvidence::NotNeeded,
+            Some("type stub"),
+        ),
+        // Kept: a deleted file of comments only has no executable change; a test file needs no
+        // evidence as test code; a binary or unmeasured file that stays is blind.
+        (
+            deleted("src/shop/notes.py", &["# nothing", ""], false),
+            FileEvidence::NoExecutableChange,
+            None,
+        ),
+        (
+            deleted(
+                "tests/test_legacy.py",
+                &["def test_old():", "    assert old() == 1"],
+                false,
+            ),
+            FileEvidence::NotNeeded,
+            Some("test code"),
+        ),
+        (
+            {
+                let mut f = added("assets/logo.png", &[], FileStatus::Modified);
+                f.binary = true;
+                f
+            },
+            FileEvidence::Blind,
+            None,
+        ),
+        (
+            added("src/shop/rates.json", &[(1, "{\"rate\": 2}")], FileStatus::Modified),
+            FileEvidence::Blind,
+            None,
+        ),
+    ];
+    for (f, want, reason) in table {
+        let path = f.path.clone();
+        let mut c = Case::new(&[(10, "    total = a + b")], coverage(&[(10, &[(STABLE, RUN)])], &[]));
+        c.patch.files.push(f);
+        let r = c.run();
+        let got = r.files.iter().find(|x| x.path == path).unwrap();
+        assert_eq!(got.evidence, want, "{path}");
+        match reason {
+            Some(needle) => assert!(
+                got.no_evidence_reason.as_deref().is_some_and(|w| w.contains(needle)),
+                "{path}: {:?}",
+                got.no_evidence_reason
+            ),
+            None => assert_eq!(got.no_evidence_reason, None, "{path}"),
+        }
+        let codes = match want {
+            FileEvidence::Blind => vec!["blind_lines"],
+            // Deleting a test is the trust rules' to judge.
+            _ if path.starts_with("tests/") => vec!["weakened_test"],
+            _ => vec!["all_stable"],
+        };
+        assert_eq!(r.codes(), codes, "{path}");
+    }
+
+    // Alone, they need nothing: PASS, no_executable_change — no "add a test for them".
+    let mut c = Case::new(&[], coverage(&[(10, &[(STABLE, RUN)])], &[]));
+    c.patch.files = vec![
+        added(
+            "src/shop/refunds.pyi",
+            &[(1, "def refund(x: int) -> int: ...")],
+            FileStatus::Modified,
+        ),
+        added("src/shop/py.typed", &[(1, "partial")], FileStatus::Added),
+        deleted("src/shop/legacy.py", &["def old():", "    return 1"], false),
+    ];
+    let r = c.run();
+    assert_eq!(r.codes(), ["no_executable_change"], "{:#?}", r.reasons);
+    assert!(r.blind_owners.is_empty());
+    // The deletion of a file of code is a note: what used it fails on head.
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.starts_with("src/shop/legacy.py is deleted") && n.contains("fails on head")),
+        "{:#?}",
+        r.notes
+    );
+    // Without coverage a stub still needs none (only the module would).
+    c.coverage = None;
+    let r = c.run();
+    assert!(
+        r.files.iter().all(|f| f.evidence != FileEvidence::Blind),
+        "{:#?}",
+        r.files
+    );
+}
+
+#[test]
+fn a_deleted_file_of_code_may_have_failed_what_used_it() {
+    // A test that ran no changed line failed; the patch deleted a module it may have used:
+    // not flakiness on unchanged code, the failure counts.
+    let mut c = elsewhere_fails(Case::new(
+        &[(10, "    total = a + b")],
+        coverage(&[(10, &[(STABLE, RUN)])], &[]),
+    ));
+    let mut gone = file_change(&[]);
+    gone.path = "src/shop/legacy.py".into();
+    gone.status = FileStatus::Deleted;
+    gone.deletions = vec![Deletion {
+        old_start: 1,
+        old_count: 1,
+        after: 0,
+        text: vec!["def old(): return 1".into()],
+    }];
+    c.patch.files.push(gone);
+    let r = c.run();
+    assert_eq!(r.codes()[0], "failed", "{:#?}", r.reasons);
+    assert!(r.files[1].deletes_code);
+    assert!(!crate::gate::history::untouched_tests_ran_base_code(&r));
+    // A deleted stub cannot: flakiness on unchanged code.
+    let mut c = elsewhere_fails(Case::new(
+        &[(10, "    total = a + b")],
+        coverage(&[(10, &[(STABLE, RUN)])], &[]),
+    ));
+    let mut stub = file_change(&[]);
+    stub.path = "src/shop/legacy.pyi".into();
+    stub.status = FileStatus::Deleted;
+    c.patch.files.push(stub);
+    assert_eq!(c.run().codes(), ["flaky_unchanged"]);
+}
+
+#[test]
 fn deletions() {
     let del = |text: &str| Deletion {
         old_start: 20,
@@ -494,18 +691,26 @@ fn probe_power_is_worded_as_a_bound() {
     assert!(crate::gate::probe::detection_chance(rate, 5) >= 0.9 - 1e-9);
 }
 
+/// The patch's own ledger edit: the ledger as it found it → as it leaves it.
+fn edit(before: &Ledger, after: &Ledger) -> Option<crate::gate::ledger::edit::LedgerEdit> {
+    Some(crate::gate::ledger::edit::LedgerEdit {
+        before: before.clone(),
+        after: after.clone(),
+    })
+}
+
 #[test]
 fn the_patch_may_not_freeze_its_own_witnesses() {
     let cov = coverage(&[(10, &[(STABLE, RUN), (FROZEN, RUN)])], &[]);
     let mut c = Case::new(&[(10, "a")], cov);
     let base = c.ledger.clone().unwrap();
     // Unchanged ledger: nothing to report.
-    c.head_ledger = Some(base.clone());
+    c.ledger_edit = edit(&base, &base);
     assert_eq!(c.run().codes(), ["some_frozen"]);
     // Freezing the only stable witness of its own line.
     let mut head = base.clone();
     head.entries.push(entry(STABLE, "@me", "2027-01-31"));
-    c.head_ledger = Some(head);
+    c.ledger_edit = edit(&base, &head);
     let r = c.run();
     assert_eq!(r.verdict, Verdict::Inconclusive);
     assert_eq!(r.codes(), ["self_freeze", "some_frozen", "ledger_edited"]);
@@ -514,16 +719,49 @@ fn the_patch_may_not_freeze_its_own_witnesses() {
     // Extending the freeze of a witness is a self-freeze too.
     let mut head = base.clone();
     head.entries[0].expires = date("2027-06-30");
-    c.head_ledger = Some(head);
+    c.ledger_edit = edit(&base, &head);
     assert_eq!(c.run().codes()[0], "self_freeze");
     // Freezing an unrelated test is reported, not blocking.
     let mut head = base;
     head.entries
         .push(entry("tests/test_other.py::test_unrelated", "@me", "2027-01-31"));
-    c.head_ledger = Some(head);
+    c.ledger_edit = edit(&c.ledger.clone().unwrap(), &head);
     let r = c.run();
     assert_eq!(r.verdict, Verdict::PassWithCaveat);
     assert_eq!(r.codes(), ["some_frozen", "ledger_edited"]);
+}
+
+#[test]
+fn edits_landed_on_the_base_since_the_branch_point_are_not_the_patchs() {
+    // The patch leaves the ledger as it found it; the base has since renewed the freeze of a
+    // witness, frozen another witness and dropped an entry. Judged with the base's ledger, no
+    // edit is the patch's: no self_freeze, no ledger_edited.
+    let cov = coverage(&[(10, &[(STABLE, RUN), (FROZEN, RUN)])], &[]);
+    let mut c = Case::new(&[(10, "a")], cov);
+    let found = Ledger {
+        entries: vec![
+            entry(FROZEN, "@shop/slow", "2026-11-25"),
+            entry("tests/test_other.py::test_gone", "@me", "2026-12-01"),
+        ],
+    };
+    let mut tip = c.ledger.clone().unwrap();
+    tip.entries.push(entry(STABLE, "@shop/stable", "2026-12-31"));
+    c.ledger = Ok(tip.clone());
+    c.ledger_edit = edit(&found, &found);
+    let r = c.run();
+    assert_eq!(r.codes(), ["frozen_only"], "{:#?}", r.reasons);
+    assert!(r.ledger_changes.is_empty());
+    // What the patch did itself is still its own: extending the freeze it found.
+    let mut leaves = found.clone();
+    leaves.entries[0].expires = date("2027-01-31");
+    c.ledger_edit = edit(&found, &leaves);
+    let r = c.run();
+    assert_eq!(r.codes()[0], "self_freeze");
+    assert_eq!(r.ledger_changes.len(), 1);
+    assert_eq!(r.ledger_changes[0].detail, "expires 2026-11-25 → 2027-01-31");
+    // The verdict is still the base tip's ledger's: it freezes STABLE, which the patch's
+    // ledger does not.
+    assert_eq!(r.codes(), ["self_freeze", "frozen_only", "ledger_edited"]);
 }
 
 #[test]
