@@ -43,7 +43,7 @@ pub struct Limits {
 }
 
 /// Bytes of webhook bodies in flight at once by default: a few of GitHub's largest.
-pub(crate) const DEFAULT_BODY_BUDGET: usize = 64 * 1024 * 1024;
+pub const DEFAULT_BODY_BUDGET: usize = 64 * 1024 * 1024;
 
 /// Bytes of unverified webhook bodies one client may hold at once by default: half the
 /// total, so one address can never take it all from a signed delivery, and more than one of

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 /// The database behind a `DATABASE_URL`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Backend {
+pub enum Backend {
     Sqlite,
     Postgres,
 }
