@@ -120,6 +120,12 @@ async fn read_body(
                 return Err(None);
             }
             charge.take(frame.len()).map_err(Some)?;
+            // Doubling, but never past the declared length: memory stays within twice what
+            // was received.
+            let need = received.len() + frame.len();
+            if need > received.capacity() {
+                received.reserve_exact((received.len() * 2).max(need).min(len) - received.len());
+            }
             received.extend_from_slice(&frame);
         }
         if received.len() == len {
