@@ -6,7 +6,7 @@ use crate::gate::attribution::{blind_locations, classify_test, Witnessing};
 use crate::gate::error::Location;
 use crate::gate::history::Stabilities;
 use crate::gate::nodeid::TestId;
-use crate::gate::report::{LineClass, LineWitness, Reason, ReasonCode, WitnessStatus};
+use crate::gate::report::{FileEvidence, LineClass, LineWitness, Reason, ReasonCode, WitnessStatus};
 use crate::gate::trust::checks;
 use crate::gate::trust::weakening::{tests_touched_by, weakenings};
 use std::collections::BTreeMap;
@@ -255,5 +255,75 @@ impl Decision<'_> {
                 list.join("; ")
             ),
         ));
+    }
+
+    /// Could the patch have changed what `test` ran? Not when the test executed none of the
+    /// changed lines and nothing else of the patch reaches it unseen: the coverage has per-test
+    /// contexts, every changed file is measured code (or needs no evidence, and is not a deleted
+    /// file of code) with no pure deletion, no excluded and no import-time changed line, and no
+    /// trust rule fired. Any doubt
+    /// is `false` (and the failure is `failed`).
+    pub(super) fn ran_only_unchanged_code(&self, test: &TestId) -> bool {
+        let Some(cov) = &self.ev.coverage else {
+            return false;
+        };
+        cov.has_test_contexts
+            && !self.att.union.contains_key(test)
+            && !self
+                .reasons
+                .iter()
+                .any(|r| r.code == ReasonCode::MissingEvidence || r.code.is_about_the_patchs_evidence())
+            && self.att.files.iter().all(|f| match f.evidence {
+                FileEvidence::NotNeeded => !f.deletes_code,
+                FileEvidence::NoExecutableChange => true,
+                FileEvidence::Measured => {
+                    f.import_time_lines.is_empty() && f.excluded_lines.is_empty() && f.deletions.is_empty()
+                }
+                FileEvidence::Blind => false,
+            })
+    }
+
+    /// `flaky_unchanged`: head failures of tests that ran none of the changed lines, where the
+    /// patch cannot have changed what they ran (see `ran_only_unchanged_code`): flakiness on
+    /// unchanged code, named with its owner, not blamed on the patch.
+    pub(super) fn flaky_unchanged(&mut self) {
+        if self.unchanged_failures.is_empty() {
+            return;
+        }
+        let (tests, locs): (Vec<TestId>, Vec<Location>) = self.unchanged_failures.iter().cloned().unzip();
+        let n = tests.len();
+        let mut owners: Vec<String> = tests
+            .iter()
+            .flat_map(|t| {
+                let from_ledger = self.ledger.entries_for(t).next().map(|e| e.owner.clone());
+                let from_codeowners = self
+                    .ev
+                    .codeowners
+                    .as_ref()
+                    .map(|c| c.owners_of(t.file()).to_vec())
+                    .unwrap_or_default();
+                from_ledger.into_iter().chain(from_codeowners)
+            })
+            .collect();
+        owners.sort();
+        owners.dedup();
+        let owner = if owners.is_empty() {
+            "no owner is known (no ledger entry, no CODEOWNERS line for the test file)".to_string()
+        } else {
+            format!("owner: {}", owners.join(", "))
+        };
+        self.reasons.push(
+            Reason::new(
+                ReasonCode::FlakyUnchanged,
+                format!(
+                    "{n} test{} failed on head but ran none of the changed lines ({}): {} failed on code this patch did not change — flaky, or broken on base — so the failure is not blamed on the patch; {owner}",
+                    plural(n),
+                    short_list(&tests, 5),
+                    if n == 1 { "it" } else { "they" },
+                ),
+            )
+            .at(locs)
+            .tests(tests),
+        );
     }
 }

@@ -405,6 +405,7 @@ fn files_are_all_accounted_for() {
     assert_eq!(r.codes(), ["blind_lines"]);
 }
 
+// size: one table of every kind of file no test can execute, read best whole.
 #[test]
 fn what_no_test_can_execute_needs_no_evidence() {
     // Each file alone beside a stably witnessed line: (path, status, added lines, binary) →
