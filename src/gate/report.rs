@@ -9,7 +9,7 @@ use crate::gate::results::Outcome;
 use serde::Serialize;
 use std::collections::BTreeSet;
 
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The gate's verdict. INCONCLUSIVE blocks merge exactly like FAIL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

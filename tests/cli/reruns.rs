@@ -88,7 +88,7 @@ fn reran_tests_are_listed_with_their_final_outcome() {
     let ledger = ledger_without_gateway(tmp.path());
     for fmt in FORMATS {
         let (_, r) = check("some_frozen", fmt, &ledger, &[]);
-        assert_eq!(r["schema_version"], 3, "{fmt}");
+        assert_eq!(r["schema_version"], 4, "{fmt}");
         let reran = r["results"]["reran"].as_array().unwrap();
         let got: Vec<(&str, u64, &str)> = reran
             .iter()
