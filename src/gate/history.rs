@@ -214,16 +214,21 @@ pub fn blocks_recording(code: ReasonCode) -> bool {
 
 /// May a head-run outcome of a test that executed no changed line be taken for a run of the
 /// base's code? Only when the patch cannot have changed what such a test ran: every changed
-/// file is measured code or needs no evidence, no changed line ran at import time, and no
-/// trust rule fired. Under any doubt, no.
+/// file is measured code or needs no evidence, no changed line ran at import time or is
+/// excluded from measurement, no code was deleted, and no trust rule fired (the conditions of
+/// `flaky_unchanged`). Under any doubt, no.
 pub fn untouched_tests_ran_base_code(report: &Report) -> bool {
     report.reasons.iter().all(|r| !blocks_recording(r.code))
-        && report.files.iter().all(|f| {
-            matches!(
-                f.evidence,
-                FileEvidence::NotNeeded | FileEvidence::NoExecutableChange | FileEvidence::Measured
-            ) && f.import_time_lines.is_empty()
-                && !f.deletes_code // a deleted file of code may fail what used it
+        && report.files.iter().all(|f| match f.evidence {
+            // A deleted file of code may fail what used it.
+            FileEvidence::NotNeeded => !f.deletes_code,
+            FileEvidence::NoExecutableChange => true,
+            // Code a test may have run is gone (a pure deletion), or a changed line ran at
+            // import time or was not measured: what an untouched test ran may have changed.
+            FileEvidence::Measured => {
+                f.import_time_lines.is_empty() && f.deletions.is_empty() && f.excluded_lines.is_empty()
+            }
+            FileEvidence::Blind => false,
         })
 }
 
