@@ -275,6 +275,7 @@ fn account_file(
         blind_reason: None,
         no_evidence_reason: None,
         deletes_code: false,
+        witness_limit: None,
         coverage_path,
         changed_lines: fc.added_line_numbers(),
         executable_changed_lines: Vec::new(),

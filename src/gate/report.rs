@@ -11,6 +11,24 @@ use std::collections::BTreeSet;
 
 pub const SCHEMA_VERSION: u32 = 4;
 
+/// A record lists every witness of every line while they number at most this many in all;
+/// beyond, each line lists its first [`line_witness_limit`] (by node id) and says how many
+/// it has (`witness_count`). A line of a core module can have thousands of witnesses: listed
+/// in full, a large diff's record ran to tens of megabytes.
+pub const LINE_WITNESS_BUDGET: usize = 5_000;
+/// However many lines share the budget, each lists at least this many witnesses.
+pub const LINE_WITNESS_MIN: usize = 3;
+
+/// How many witnesses each line of these files lists in the record: `None` (all of them)
+/// while all lines' witnesses fit [`LINE_WITNESS_BUDGET`], else the budget shared among the
+/// lines that have witnesses, at least [`LINE_WITNESS_MIN`] each. The record's line
+/// entries then hold at most `max(LINE_WITNESS_BUDGET, LINE_WITNESS_MIN × lines)` witnesses.
+pub fn line_witness_limit(files: &[FileReport]) -> Option<usize> {
+    let lines = files.iter().flat_map(|f| &f.lines).filter(|l| !l.witnesses.is_empty());
+    let (n, total) = lines.fold((0usize, 0usize), |(n, t), l| (n + 1, t + l.witnesses.len()));
+    (total > LINE_WITNESS_BUDGET).then(|| (LINE_WITNESS_BUDGET / n.max(1)).max(LINE_WITNESS_MIN))
+}
+
 /// The gate's verdict. INCONCLUSIVE blocks merge exactly like FAIL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -351,12 +369,20 @@ pub struct LineWitness {
     pub phases: BTreeSet<Phase>,
 }
 
-/// One changed executable line (or attributed deletion).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// One changed executable line (or attributed deletion). Its record lists its witnesses (the
+/// first few, in a large record: [`line_witness_limit`]) by index into its file's table.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineReport {
     pub line: u32,
     pub class: LineClass,
     pub witnesses: Vec<LineWitness>,
+}
+
+impl LineReport {
+    /// The witnesses the record lists: all, or the first `limit` by node id.
+    pub fn listed_witnesses(&self, limit: Option<usize>) -> impl Iterator<Item = &LineWitness> {
+        self.witnesses.iter().take(limit.unwrap_or(usize::MAX))
+    }
 }
 
 /// A pure deletion as reported.
@@ -388,7 +414,11 @@ pub enum FileEvidence {
     Blind,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// One file of the patch, accounted for. In memory every line keeps all its witnesses (the
+/// verdict, the annotations and the comment read them); the record lists each test once per
+/// file (`witnesses`: test and status) and each line's witnesses (its first `witness_limit`)
+/// by index there, with their phases and the line's `witness_count`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileReport {
     pub path: String,
     pub old_path: Option<String>,
@@ -400,9 +430,11 @@ pub struct FileReport {
     /// The patch deletes this file and it held code: it needs no evidence (nothing of it is
     /// left to run), but a test that used it may fail on head because of it — so no head
     /// failure is taken for flakiness on unchanged code, nor a head run for a run of the
-    /// base's code.
-    #[serde(skip)]
+    /// base's code. Not in the record.
     pub deletes_code: bool,
+    /// How many witnesses each line lists in the record (`None`: all): the report's
+    /// `line_witness_limit`. Not in the record itself.
+    pub witness_limit: Option<usize>,
     /// Coverage's path for this file when it was mapped by suffix.
     pub coverage_path: Option<String>,
     pub changed_lines: Vec<u32>,
@@ -415,6 +447,104 @@ pub struct FileReport {
     pub import_time_lines: Vec<u32>,
     pub lines: Vec<LineReport>,
     pub deletions: Vec<DeletionReport>,
+}
+
+/// A file as the record has it: [`FileReport`]'s fields, its witness table, and its lines
+/// with their listed witnesses as indices into that table.
+#[derive(Serialize)]
+struct FileRecord<'a> {
+    path: &'a str,
+    old_path: &'a Option<String>,
+    status: crate::gate::patch::FileStatus,
+    evidence: FileEvidence,
+    blind_reason: &'a Option<String>,
+    no_evidence_reason: &'a Option<String>,
+    coverage_path: &'a Option<String>,
+    changed_lines: &'a [u32],
+    executable_changed_lines: &'a [u32],
+    stable_lines: &'a [u32],
+    uncovered_lines: &'a [u32],
+    frozen_only_lines: &'a [u32],
+    excluded_lines: &'a [u32],
+    import_time_lines: &'a [u32],
+    witnesses: Vec<WitnessEntry<'a>>,
+    lines: Vec<LineRecord<'a>>,
+    deletions: &'a [DeletionReport],
+}
+
+/// A test in a file's witness table.
+#[derive(Serialize)]
+struct WitnessEntry<'a> {
+    test: &'a TestId,
+    status: WitnessStatus,
+}
+
+#[derive(Serialize)]
+struct LineRecord<'a> {
+    line: u32,
+    class: LineClass,
+    witnesses: Vec<WitnessRef<'a>>,
+    witness_count: usize,
+}
+
+/// One listed witness of a line: its index in the file's `witnesses`, and the phases in
+/// which it ran the line.
+#[derive(Serialize)]
+struct WitnessRef<'a> {
+    witness: usize,
+    phases: &'a BTreeSet<Phase>,
+}
+
+impl Serialize for FileReport {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // Only the listed witnesses enter the table, so it is bounded by the lines too.
+        let table: std::collections::BTreeMap<&TestId, WitnessStatus> = self
+            .lines
+            .iter()
+            .flat_map(|l| l.listed_witnesses(self.witness_limit))
+            .map(|w| (&w.test, w.status))
+            .collect();
+        let index: std::collections::BTreeMap<&TestId, usize> =
+            table.keys().enumerate().map(|(i, t)| (*t, i)).collect();
+        FileRecord {
+            path: &self.path,
+            old_path: &self.old_path,
+            status: self.status,
+            evidence: self.evidence,
+            blind_reason: &self.blind_reason,
+            no_evidence_reason: &self.no_evidence_reason,
+            coverage_path: &self.coverage_path,
+            changed_lines: &self.changed_lines,
+            executable_changed_lines: &self.executable_changed_lines,
+            stable_lines: &self.stable_lines,
+            uncovered_lines: &self.uncovered_lines,
+            frozen_only_lines: &self.frozen_only_lines,
+            excluded_lines: &self.excluded_lines,
+            import_time_lines: &self.import_time_lines,
+            witnesses: table
+                .iter()
+                .map(|(test, status)| WitnessEntry { test, status: *status })
+                .collect(),
+            lines: self
+                .lines
+                .iter()
+                .map(|l| LineRecord {
+                    line: l.line,
+                    class: l.class,
+                    witnesses: l
+                        .listed_witnesses(self.witness_limit)
+                        .map(|w| WitnessRef {
+                            witness: index[&w.test],
+                            phases: &w.phases,
+                        })
+                        .collect(),
+                    witness_count: l.witnesses.len(),
+                })
+                .collect(),
+            deletions: &self.deletions,
+        }
+        .serialize(s)
+    }
 }
 
 impl FileReport {
@@ -567,6 +697,9 @@ pub struct Report {
     pub today: String,
     pub witnesses: Witnesses,
     pub files: Vec<FileReport>,
+    /// How many witnesses each line of `files` lists (`None`: every one): see
+    /// [`line_witness_limit`].
+    pub line_witness_limit: Option<usize>,
     pub blind_owners: Vec<BlindOwner>,
     pub expired: Vec<ExpiredEntry>,
     /// Tests the probe found unstable that witness changed lines but have no ledger entry (no owner).

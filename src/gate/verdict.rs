@@ -570,6 +570,16 @@ impl<'a> Decision<'a> {
             }
         }
         let probe = ev.probe.as_ref().map(|p| probe_report(p, &self.att.union));
+        // The record lists every line's witnesses while they are few enough in all; beyond, the
+        // first few of each, so a huge patch's record stays readable.
+        let line_witness_limit = line_witness_limit(&self.att.files);
+        let files: Vec<FileReport> = std::mem::take(&mut self.att.files)
+            .into_iter()
+            .map(|f| FileReport {
+                witness_limit: line_witness_limit,
+                ..f
+            })
+            .collect();
         let failing = ev
             .results
             .iter()
@@ -596,7 +606,8 @@ impl<'a> Decision<'a> {
                 .or_else(|| ev.meta.as_ref().and_then(|m| m.head_sha.clone())),
             today: input.today.to_string(),
             witnesses,
-            files: self.att.files,
+            files,
+            line_witness_limit,
             blind_owners,
             expired: self.expired,
             unowned_unstable: self.unowned_unstable,

@@ -187,7 +187,7 @@ pub fn text(report: &Report, limit: usize) -> String {
     }
     let note = format!(
         "The full evidence record is {} bytes, more than GitHub allows here; below is a compact record with the verdict and reasons only. Run `flakegate check --format json` on the evidence for all of it.\n\n",
-        json(report).len()
+        record.len()
     );
     let mut reasons: Vec<serde_json::Value> = report
         .reasons

@@ -102,7 +102,8 @@ fn file(s: &mut String, f: &FileReport) {
     }
 }
 
-/// A file's executable changed lines: class and witnesses (with their phases when not only `run`).
+/// A file's executable changed lines: class and the witnesses the record lists (with their
+/// phases when not only `run`), and how many more there are.
 fn changed_lines(s: &mut String, f: &FileReport) {
     for l in &f.lines {
         if !f.executable_changed_lines.contains(&l.line) {
@@ -116,9 +117,8 @@ fn changed_lines(s: &mut String, f: &FileReport) {
             LineClass::ImportTime => "import-time",
             LineClass::NotExecutable => "-",
         };
-        let ws: Vec<String> = l
-            .witnesses
-            .iter()
+        let mut ws: Vec<String> = l
+            .listed_witnesses(f.witness_limit)
             .map(|w| {
                 let phases: Vec<&str> = w.phases.iter().map(|p| p.as_str()).collect();
                 let phase = if phases == ["run"] {
@@ -129,6 +129,10 @@ fn changed_lines(s: &mut String, f: &FileReport) {
                 format!("{} ({}{phase})", ol(w.test.as_str()), status_word(w.status))
             })
             .collect();
+        // As the record lists them: the first few, and how many more.
+        if l.witnesses.len() > ws.len() {
+            ws.push(format!("and {} more", l.witnesses.len() - ws.len()));
+        }
         let _ = writeln!(s, "    {:>5}  {:<12} {}", l.line, class, ws.join(", "));
     }
 }

@@ -453,13 +453,19 @@ fn import_time_lines_and_definition_headers() {
     assert_eq!(nums(&f["stable_lines"]), [15, 16, 17, 18, 20, 27]);
     assert!(nums(&f["import_time_lines"]).is_empty());
     let def_line = f["lines"].as_array().unwrap().iter().find(|l| l["line"] == 15).unwrap();
+    // Each listed witness is an index into the file's table of witnesses.
     let tests: Vec<&str> = def_line["witnesses"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|w| w["test"].as_str().unwrap())
+        .map(|w| {
+            f["witnesses"][w["witness"].as_u64().unwrap() as usize]["test"]
+                .as_str()
+                .unwrap()
+        })
         .collect();
     assert_eq!(tests, APPLY_TAX_TESTS);
+    assert_eq!(def_line["witness_count"], APPLY_TAX_TESTS.len());
     assert!(
         v["inputs"]
             .as_array()

@@ -58,24 +58,29 @@ fn init_py(v: &Value) -> &Value {
         .unwrap()
 }
 
-/// The tests that witness a line, with their statuses.
+/// The tests that witness a line, with their statuses: each listed witness resolved in the
+/// file's `witnesses` table. A record this size lists every witness of every line.
 fn witnesses(f: &Value, line: u64) -> Vec<(String, String)> {
-    f["lines"]
+    let l = f["lines"]
         .as_array()
         .unwrap()
         .iter()
         .find(|l| l["line"] == line)
-        .unwrap_or_else(|| panic!("line {line}: {f:#}"))["witnesses"]
+        .unwrap_or_else(|| panic!("line {line}: {f:#}"));
+    let listed: Vec<(String, String)> = l["witnesses"]
         .as_array()
         .unwrap()
         .iter()
         .map(|w| {
+            let t = &f["witnesses"][w["witness"].as_u64().unwrap() as usize];
             (
-                w["test"].as_str().unwrap().to_owned(),
-                w["status"].as_str().unwrap().to_owned(),
+                t["test"].as_str().unwrap().to_owned(),
+                t["status"].as_str().unwrap().to_owned(),
             )
         })
-        .collect()
+        .collect();
+    assert_eq!(l["witness_count"], listed.len(), "line {line} lists all its witnesses");
+    listed
 }
 
 #[test]
@@ -113,6 +118,11 @@ fn cachetools_6_2_0_passes_for_reasons_that_hold() {
             ("tests/test_lru.py", "not_needed"),
             ("tests/test_rr.py", "not_needed"),
         ]
+    );
+    assert_eq!(
+        v["line_witness_limit"],
+        Value::Null,
+        "every witness of every line is listed"
     );
     let f = init_py(&v);
     // 15: `__version__ = "6.2.0"`, run only at import time: its own class, not blind.

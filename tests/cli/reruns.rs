@@ -131,11 +131,13 @@ fn a_stable_test_rerun_on_head_is_no_stable_witness_and_a_caveat() {
             .unwrap()
             .contains("failed and then passed on a rerun"));
         // The line's witness carries the class.
-        let statuses: Vec<&str> = r["files"][0]["lines"]
+        let f = &r["files"][0];
+        let statuses: Vec<&str> = f["lines"]
             .as_array()
             .unwrap()
             .iter()
             .flat_map(|l| l["witnesses"].as_array().unwrap())
+            .map(|w| &f["witnesses"][w["witness"].as_u64().unwrap() as usize])
             .filter(|w| w["test"] == GATEWAY)
             .map(|w| w["status"].as_str().unwrap())
             .collect();

@@ -24,9 +24,17 @@ impl<'a> LineIndex<'a> {
         );
         LineIndex { text, starts }
     }
+    /// The 1-based line of a byte offset: a binary search, whatever the line's length.
+    fn line(&self, pos: usize) -> usize {
+        let pos = pos.min(self.text.len());
+        self.starts.partition_point(|s| *s <= pos).max(1)
+    }
+    /// Line and column: the column counts the characters from the line's start, so it is
+    /// for errors only — per test case it made reading a one-line file (pytest writes its
+    /// XML on one line) quadratic.
     fn line_col(&self, pos: usize) -> (usize, usize) {
         let pos = pos.min(self.text.len());
-        let line = self.starts.partition_point(|s| *s <= pos).max(1);
+        let line = self.line(pos);
         let start = self.starts[line - 1];
         let col = String::from_utf8_lossy(&self.text.as_bytes()[start..pos])
             .chars()
@@ -205,8 +213,16 @@ impl<'a> CaseReader<'a> {
 
     /// Line and column (in the whole text) of a position in the body.
     fn line_col(&self, pos: u64) -> (usize, usize) {
-        self.lines
-            .line_col(usize::try_from(pos).unwrap_or(usize::MAX).saturating_add(self.bom))
+        self.lines.line_col(self.offset(pos))
+    }
+
+    /// The line (in the whole text) of a position in the body.
+    fn line(&self, pos: u64) -> usize {
+        self.lines.line(self.offset(pos))
+    }
+
+    fn offset(&self, pos: u64) -> usize {
+        usize::try_from(pos).unwrap_or(usize::MAX).saturating_add(self.bom)
     }
 
     fn at_pos(&self, pos: u64) -> Location {
@@ -296,7 +312,7 @@ impl<'a> CaseReader<'a> {
                     classname: attr(&a, b"classname").unwrap_or_default(),
                     name: attr(&a, b"name").unwrap_or_default(),
                     file: attr(&a, b"file"),
-                    line: self.line_col(start).0,
+                    line: self.line(start),
                     children: Vec::new(),
                     reruns: 0,
                 };

@@ -1260,3 +1260,103 @@ fn a_patch_that_could_have_reached_the_failing_test_still_fails() {
     let r = elsewhere_fails(Case::new(&[(10, "    total = a + b")], cov)).run();
     assert!(r.codes().contains(&"failed"), "{:#?}", r.reasons);
 }
+
+/// A diff of `files` × `lines` changed lines, each file's line `j` witnessed (stably) by the
+/// tests `pool[start(j) .. start(j) + per_line]` of that file's own pool of node ids.
+fn big_case(files: usize, lines: u32, per_line: usize, start: impl Fn(u32) -> usize) -> Case {
+    let mut cov = coverage(&[], &[]);
+    cov.files.clear();
+    let mut patch = Patch::default();
+    let mut tests = Vec::new();
+    for i in 0..files {
+        let path = format!("src/shop/module_{i:03}.py");
+        let mut fc = FileCoverage {
+            has_statements: true,
+            ..Default::default()
+        };
+        for j in 1..=lines {
+            fc.executed.insert(j);
+            let ws = fc.witnesses.entry(j).or_default();
+            for k in start(j)..start(j) + per_line {
+                let t = TestId::new(format!("tests/test_module_{i:03}.py::TestBehaviour::test_case_{k:04}"));
+                ws.entry(t).or_default().insert(RUN);
+            }
+        }
+        for ws in fc.witnesses.values() {
+            tests.extend(ws.keys().cloned());
+        }
+        cov.files.insert(path.clone(), fc);
+        let mut f = file_change(&(1..=lines).map(|j| (j, "    x = f(x)")).collect::<Vec<_>>());
+        f.path = path;
+        patch.files.push(f);
+    }
+    tests.sort();
+    tests.dedup();
+    let mut c = Case::new(&[], cov);
+    c.patch = patch;
+    c.ledger = Ok(Ledger::default());
+    c.probe = None;
+    c.results = Some(TestResults {
+        tests: tests
+            .into_iter()
+            .map(|t| {
+                let r = TestResult {
+                    outcome: Outcome::Passed,
+                    phase: None,
+                    message: None,
+                    source: "r.jsonl:1".into(),
+                    reruns: 0,
+                };
+                (t, r)
+            })
+            .collect(),
+        ..Default::default()
+    });
+    c
+}
+
+#[test]
+fn a_huge_diffs_record_lists_a_few_witnesses_per_line_and_stays_small() {
+    // 1,504 changed lines in 32 files; each line is run by 200 tests of its file: 6,400
+    // witnesses, 300,800 line witnesses — listed in full, a record of tens of megabytes.
+    let r = big_case(32, 47, 200, |_| 0).run();
+    assert_eq!(r.codes(), ["all_stable"]);
+    assert_eq!(r.witnesses.stable.len(), 6_400);
+    let json = serde_json::to_string_pretty(&r).unwrap();
+    assert!(json.len() < 2 << 20, "{} bytes", json.len());
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["line_witness_limit"], 3);
+    let f = &v["files"][7];
+    let table = f["witnesses"].as_array().unwrap();
+    for l in f["lines"].as_array().unwrap() {
+        assert_eq!(l["witness_count"], 200);
+        let listed: Vec<&str> = l["witnesses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| table[w["witness"].as_u64().unwrap() as usize]["test"].as_str().unwrap())
+            .collect();
+        // The first by node id, each once in the file's table.
+        assert_eq!(
+            listed,
+            [0, 1, 2].map(|k| format!("tests/test_module_007.py::TestBehaviour::test_case_{k:04}"))
+        );
+    }
+    assert_eq!(table.len(), 3);
+    assert_eq!(table[0]["status"], "stable");
+
+    // Lines whose first witnesses all differ fill the file's table: still about 2 MB.
+    let r = big_case(32, 47, 150, |j| 3 * j as usize).run();
+    let json = serde_json::to_string_pretty(&r).unwrap();
+    assert!(json.len() < 2 << 20, "{} bytes", json.len());
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["files"][0]["witnesses"].as_array().unwrap().len(), 3 * 47);
+
+    // A small diff lists every witness of every line.
+    let r = big_case(2, 10, 40, |_| 0).run();
+    assert_eq!(r.line_witness_limit, None);
+    let v = serde_json::to_value(&r).unwrap();
+    assert_eq!(v["line_witness_limit"], serde_json::Value::Null);
+    assert_eq!(v["files"][1]["lines"][9]["witnesses"].as_array().unwrap().len(), 40);
+    assert_eq!(v["files"][1]["witnesses"].as_array().unwrap().len(), 40);
+}

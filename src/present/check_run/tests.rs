@@ -254,3 +254,57 @@ fn an_internal_error_names_the_delivery_and_nothing_else() {
     assert!(!out.title.contains('\n'));
     assert!(out.summary.contains("``x`⏎## ✅ PASS @octocat``"), "{}", out.summary);
 }
+
+/// A 1,504-line diff whose every line 200 tests run, 6,400 in all: the record is bounded
+/// (a few witnesses per line), and the check run's text, summary and annotations stay within
+/// GitHub's limits whatever its size.
+#[test]
+fn a_record_of_thousands_of_witnesses_per_line_fits_the_check_run() {
+    use crate::gate::report::{line_witness_limit, LineWitness, WitnessStatus};
+    let mut r = case("some_frozen");
+    let f = r.files[0].clone();
+    r.files.clear();
+    for i in 0..32 {
+        let mut f = f.clone();
+        f.path = format!("src/shop/module_{i:02}.py");
+        f.stable_lines = (1..=47).collect();
+        f.lines = (1..=47)
+            .map(|line| LineReport {
+                line,
+                class: LineClass::Stable,
+                witnesses: (0..200)
+                    .map(|k| LineWitness {
+                        test: crate::gate::TestId::new(format!("tests/test_module_{i:02}.py::test_case_{k:04}")),
+                        status: WitnessStatus::Stable,
+                        phases: [crate::gate::nodeid::Phase::Run].into_iter().collect(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        r.files.push(f);
+    }
+    r.line_witness_limit = line_witness_limit(&r.files);
+    assert_eq!(r.line_witness_limit, Some(3));
+    for f in &mut r.files {
+        f.witness_limit = r.line_witness_limit;
+    }
+    let record = json(&r);
+    assert!(record.len() < 2 << 20, "{}", record.len());
+    let out = check_output(&r, &Config::default());
+    assert!(out.text.len() <= OUTPUT_MAX_BYTES, "{}", out.text.len());
+    assert!(out.summary.len() <= OUTPUT_MAX_BYTES, "{}", out.summary.len());
+    assert_eq!(json_block(&out.text)["verdict"], r.verdict.to_string());
+    for a in &out.annotations {
+        assert!(a.message.len() <= crate::github::ANNOTATION_MESSAGE_MAX_BYTES);
+    }
+    // The text output lists the same witnesses per line, and how many more.
+    let text = crate::present::record::render(&r, crate::present::record::Format::Text, None).unwrap();
+    assert!(
+        text.contains(
+            "tests/test_module_00.py::test_case_0000 (stable), tests/test_module_00.py::test_case_0001 (stable), \
+             tests/test_module_00.py::test_case_0002 (stable), and 197 more"
+        ),
+        "{}",
+        &text[..2000]
+    );
+}

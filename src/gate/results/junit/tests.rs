@@ -145,3 +145,33 @@ proptest::proptest! {
         let _ = parse_junit("f", &format!("<testsuite><testcase classname=\"a\" name=\"b\">{s}"), &known);
     }
 }
+
+/// pytest writes its JUnit XML on one line. Each case's record names its line; working out a
+/// column there too (the characters since the line's start) made a one-line file quadratic:
+/// 6,000 cases took 1.25 s, 20,000 would take minutes. A regression fails here rather than
+/// hangs (the bound is far above the linear time, not a measurement).
+#[test]
+fn a_one_line_file_is_read_in_linear_time() {
+    let n = 20_000;
+    let mut xml = String::from("<?xml version=\"1.0\" encoding=\"utf-8\"?><testsuites><testsuite tests=\"20000\">");
+    for i in 0..n {
+        xml.push_str(&format!(
+            "<testcase classname=\"tests.test_m{m}\" name=\"test_{i}\" file=\"tests/test_m{m}.py\" line=\"{i}\" time=\"0.001\" />",
+            m = i / 100
+        ));
+    }
+    xml.push_str("<testcase classname=\"tests.test_m0\" name=\"test_last\" file=\"tests/test_m0.py\"><failure message=\"boom\">x</failure></testcase></testsuite></testsuites>");
+    let t0 = std::time::Instant::now();
+    let r = parse_junit("one-line.xml", &xml, &BTreeSet::new()).unwrap();
+    let took = t0.elapsed();
+    assert_eq!(r.tests.len(), n + 1);
+    let last = &r.tests[&TestId::new("tests/test_m0.py::test_last")];
+    assert_eq!(
+        (last.outcome, last.source.as_str()),
+        (Outcome::Failed, "one-line.xml:1")
+    );
+    assert!(
+        took < std::time::Duration::from_secs(30),
+        "{took:?} for {n} cases on one line"
+    );
+}
