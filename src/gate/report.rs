@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 pub const SCHEMA_VERSION: u32 = 4;
 
 /// A record lists every witness of every line while they number at most this many in all;
-/// beyond, each line lists its first [`line_witness_limit`] (by node id) and says how many
+/// beyond, each line lists its first `line_witness_limit` (by node id) and says how many
 /// it has (`witness_count`). A line of a core module can have thousands of witnesses: listed
 /// in full, a large diff's record ran to tens of megabytes.
 pub const LINE_WITNESS_BUDGET: usize = 5_000;
@@ -370,7 +370,7 @@ pub struct LineWitness {
 }
 
 /// One changed executable line (or attributed deletion). Its record lists its witnesses (the
-/// first few, in a large record: [`line_witness_limit`]) by index into its file's table.
+/// first few, in a large record: `line_witness_limit`) by index into its file's table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineReport {
     pub line: u32,
@@ -698,7 +698,7 @@ pub struct Report {
     pub witnesses: Witnesses,
     pub files: Vec<FileReport>,
     /// How many witnesses each line of `files` lists (`None`: every one): see
-    /// [`line_witness_limit`].
+    /// `line_witness_limit`.
     pub line_witness_limit: Option<usize>,
     pub blind_owners: Vec<BlindOwner>,
     pub expired: Vec<ExpiredEntry>,
