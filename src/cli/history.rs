@@ -4,7 +4,7 @@
 use super::check::CheckArgs;
 use super::history_file::{open, LOCAL_REPO_ID};
 use super::unusable;
-use crate::gate::history::{Stabilities, RECOVERY};
+use crate::gate::history::{runs_to_recover, Stabilities, RECOVERY};
 use crate::gate::probe::Stability;
 use crate::gate::TestId;
 use crate::store::HistoryQuery;
@@ -43,6 +43,10 @@ pub struct FileArgs {
     /// Judge the window as of this UTC date (default: today).
     #[arg(long, value_name = "YYYY-MM-DD")]
     pub today: Option<NaiveDate>,
+    /// flakegate's config, for `history.window_days` and `history.recovery_runs` (default:
+    /// `.github/flakegate.yml` of the current repository, when there is one).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 pub fn run(cmd: HistoryCmd) -> anyhow::Result<i32> {
@@ -89,7 +93,7 @@ fn now_of(file: &FileArgs) -> chrono::DateTime<chrono::Utc> {
 }
 
 fn show(test: &str, file: &FileArgs) -> anyhow::Result<i32> {
-    let policy = super::local_config(None)?.history;
+    let policy = super::local_config(file.config.as_deref())?.history;
     let id = TestId::new(test);
     let h = runtime()?.block_on(async {
         let store = open(&file.history, file.repository.as_deref()).await?;
@@ -131,12 +135,19 @@ fn show(test: &str, file: &FileArgs) -> anyhow::Result<i32> {
         println!("  last failure: {}", s.describe());
     }
     println!("  passing runs since the last failure: {}", th.passes_since_failure);
-    println!("  recovery: {RECOVERY} ({} runs)", policy.recovery_runs);
+    if th.failures > 0 {
+        println!(
+            "  clears after {} passing runs in a row (history.recovery_runs: {})",
+            runs_to_recover(th, policy.recovery_runs),
+            policy.recovery_runs
+        );
+    }
+    println!("  recovery: {RECOVERY}");
     Ok(0)
 }
 
 fn unstable(file: &FileArgs) -> anyhow::Result<i32> {
-    let policy = super::local_config(None)?.history;
+    let policy = super::local_config(file.config.as_deref())?.history;
     let now = now_of(file);
     let (tests, h) = runtime()?.block_on(async {
         let store = open(&file.history, file.repository.as_deref()).await?;

@@ -193,7 +193,13 @@ pub async fn record(h: &HistoryAccess, pending: Pending) -> Vec<String> {
     if !pending.recording.observations.is_empty() {
         match h
             .store
-            .record_history(h.repo_id, &pending.run_key, &pending.recording.observations, h.now)
+            .record_history_judged(
+                h.repo_id,
+                &pending.run_key,
+                &pending.recording.observations,
+                &pending.recording.judged,
+                h.now,
+            )
             .await
         {
             Ok(Some(n)) => said.push(format!("{n} observations added to the flake history")),

@@ -13,13 +13,14 @@
 mod model;
 
 pub use model::{
-    History, HistoryPolicy, HistoryReport, Judgement, Observation, RunKind, Source, TestHistory, TestStanding, RECOVERY,
+    runs_to_recover, History, HistoryPolicy, HistoryReport, Judgement, Observation, RunKind, Source, TestHistory,
+    TestStanding, RECOVERY,
 };
 
 use crate::gate::input::Evidence;
 use crate::gate::nodeid::TestId;
 use crate::gate::probe::{Probe, ProbeCounts, Stability};
-use crate::gate::report::{FileEvidence, ReasonCode, Report};
+use crate::gate::report::{FileEvidence, FileReport, ReasonCode, Report};
 use crate::gate::results::{Outcome, TestResults};
 use chrono::NaiveDate;
 use std::collections::BTreeSet;
@@ -97,6 +98,7 @@ impl<'a> Stabilities<'a> {
                 since: None,
                 seen: None,
                 history_only: false,
+                recovers_after: None,
             });
         };
         let (h, th) = h;
@@ -109,13 +111,16 @@ impl<'a> Stabilities<'a> {
         // This probe and the history's runs on the same base sha are runs of the same code.
         let base_passes = th.on_base.0 + (p_runs - p_fail);
         let base_failures = th.on_base.1 + p_fail;
-        let recovered = th.passes_since_failure >= u64::from(h.recovery_runs.max(1));
+        let to_recover = runs_to_recover(th, h.recovery_runs);
+        let recovered = th.passes_since_failure >= to_recover;
+        let mut recovers_after = None;
         let probe_unstable = probed.is_some_and(|c| c.stability() == Stability::Unstable);
         let (stability, seen) = if probe_unstable {
             (Stability::Unstable, None)
         } else if base_passes > 0 && base_failures > 0 {
             (Stability::Unstable, th.last_failure.clone())
         } else if th.unstable_on.is_some() && !recovered {
+            recovers_after = Some(to_recover - th.passes_since_failure);
             (Stability::Unstable, th.unstable_on.clone())
         } else if base_failures > 0 && base_passes == 0 {
             (Stability::BrokenOnBase, th.last_failure.clone())
@@ -133,6 +138,7 @@ impl<'a> Stabilities<'a> {
             since: th.since,
             seen,
             history_only: probed.is_none(),
+            recovers_after,
         })
     }
 }
@@ -202,6 +208,10 @@ pub struct RecordContext {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Recording {
     pub observations: Vec<Observation>,
+    /// The tests this judgement read the history of ([`tests_of_interest`]): a later judgement
+    /// of the same run reads the same tests, so the store keeps the run's own copy (to read the
+    /// history without it) of these alone — not of a whole suite's head run.
+    pub judged: BTreeSet<TestId>,
     /// Why parts were left out (for notes and logs), e.g. "a trust rule fired".
     pub skipped: Vec<String>,
 }
@@ -215,21 +225,26 @@ pub fn blocks_recording(code: ReasonCode) -> bool {
 /// May a head-run outcome of a test that executed no changed line be taken for a run of the
 /// base's code? Only when the patch cannot have changed what such a test ran: every changed
 /// file is measured code or needs no evidence, no changed line ran at import time or is
-/// excluded from measurement, no code was deleted, and no trust rule fired (the conditions of
-/// `flaky_unchanged`). Under any doubt, no.
+/// excluded from measurement, no code was deleted ([`files_leave_untouched_tests_alone`]), and
+/// no trust rule fired (the conditions of `flaky_unchanged`). Under any doubt, no.
 pub fn untouched_tests_ran_base_code(report: &Report) -> bool {
-    report.reasons.iter().all(|r| !blocks_recording(r.code))
-        && report.files.iter().all(|f| match f.evidence {
-            // A deleted file of code may fail what used it.
-            FileEvidence::NotNeeded => !f.deletes_code,
-            FileEvidence::NoExecutableChange => true,
-            // Code a test may have run is gone (a pure deletion), or a changed line ran at
-            // import time or was not measured: what an untouched test ran may have changed.
-            FileEvidence::Measured => {
-                f.import_time_lines.is_empty() && f.deletions.is_empty() && f.excluded_lines.is_empty()
-            }
-            FileEvidence::Blind => false,
-        })
+    report.reasons.iter().all(|r| !blocks_recording(r.code)) && files_leave_untouched_tests_alone(&report.files)
+}
+
+/// Do the patch's files leave what a test that executed none of the changed lines ran as it was
+/// on the base? The one rule behind `flaky_unchanged` and the history's head observations.
+pub fn files_leave_untouched_tests_alone<'a>(files: impl IntoIterator<Item = &'a FileReport>) -> bool {
+    files.into_iter().all(|f| match f.evidence {
+        // A deleted file of code may fail what used it.
+        FileEvidence::NotNeeded => !f.deletes_code,
+        FileEvidence::NoExecutableChange => true,
+        // Code a test may have run is gone (a pure deletion), or a changed line ran at
+        // import time or was not measured: what an untouched test ran may have changed.
+        FileEvidence::Measured => {
+            f.import_time_lines.is_empty() && f.deletions.is_empty() && f.excluded_lines.is_empty()
+        }
+        FileEvidence::Blind => false,
+    })
 }
 
 /// Every test that executed a changed line, whatever its status.
@@ -252,6 +267,7 @@ pub fn witness_union(report: &Report) -> BTreeSet<&TestId> {
 pub fn observations(report: &Report, ev: &Evidence, ctx: &RecordContext) -> Recording {
     let mut out = Recording {
         observations: Vec::new(),
+        judged: tests_of_interest(ev.coverage.as_ref(), ev.results.as_ref()),
         skipped: Vec::new(),
     };
     let blocking: Vec<&str> = report

@@ -66,6 +66,22 @@ pub(super) fn source_of(row: FailureRow) -> Option<Source> {
     })
 }
 
+/// The run's own copy kept with its key: the observations of the `judged` tests (all without).
+pub(super) fn own_copy(
+    observations: &[crate::gate::history::Observation],
+    judged: Option<&std::collections::BTreeSet<crate::gate::TestId>>,
+) -> serde_json::Result<String> {
+    match judged {
+        None => serde_json::to_string(observations),
+        Some(keep) => serde_json::to_string(
+            &observations
+                .iter()
+                .filter(|o| keep.contains(&o.test))
+                .collect::<Vec<_>>(),
+        ),
+    }
+}
+
 pub(super) fn day_of(day: i64) -> Option<NaiveDate> {
     DateTime::<Utc>::from_timestamp_millis(day.checked_mul(DAY_MS)?).map(|d| d.date_naive())
 }
@@ -198,6 +214,7 @@ macro_rules! common_history_methods {
             repo_id: i64,
             run_key: &str,
             observations: &[crate::gate::history::Observation],
+            judged: Option<&std::collections::BTreeSet<crate::gate::TestId>>,
             now: DateTime<Utc>,
         ) -> anyhow::Result<Option<u64>> {
             use super::history::{check, sql, DAY_MS};
@@ -212,7 +229,7 @@ macro_rules! common_history_methods {
                 .bind(run_key)
                 .bind(first.and_then(|s| s.run_id).map(|n| n as i64))
                 .bind(first.and_then(|s| s.attempt).map(i64::from))
-                .bind(serde_json::to_string(observations).context("recording history")?)
+                .bind(super::history::own_copy(observations, judged).context("recording history")?)
                 .bind(now.timestamp_millis())
                 .execute(&mut *tx)
                 .await

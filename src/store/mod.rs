@@ -109,7 +109,21 @@ impl Store {
         observations: &[crate::gate::history::Observation],
         now: DateTime<Utc>,
     ) -> anyhow::Result<Option<u64>> {
-        dispatch!(self, s => s.record_history(repo_id, run_key, observations, now).await)
+        dispatch!(self, s => s.record_history(repo_id, run_key, observations, None, now).await)
+    }
+
+    /// [`Store::record_history`], keeping the run's own copy (read back to judge the same run
+    /// again without it) of the `judged` tests alone: a head run of a whole suite adds
+    /// counts for every test, but a judgement reads only its witnesses and failures.
+    pub async fn record_history_judged(
+        &self,
+        repo_id: i64,
+        run_key: &str,
+        observations: &[crate::gate::history::Observation],
+        judged: &std::collections::BTreeSet<crate::gate::TestId>,
+        now: DateTime<Utc>,
+    ) -> anyhow::Result<Option<u64>> {
+        dispatch!(self, s => s.record_history(repo_id, run_key, observations, Some(judged), now).await)
     }
 
     /// What a repository's history knows of the query's tests within its window.

@@ -210,6 +210,25 @@ async fn every_corpus_entry_gets_its_verdict_from_the_app() {
             let f = &record["files"][0];
             assert_eq!(f["import_time_lines"], serde_json::json!([3, 5]), "{f:#}");
         }
+        if e.name == "adv_import_time_breaks" {
+            // The failing tax tests ran no changed line by their contexts, but the changed line
+            // ran at import time: the patch may have changed what they ran, so it is blamed.
+            let f = &record["files"][0];
+            assert_eq!(f["import_time_lines"], serde_json::json!([8]), "{f:#}");
+            let failed = record["reasons"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["code"] == "failed")
+                .expect("a failed reason");
+            assert!(
+                failed["tests"]
+                    .to_string()
+                    .contains("tests/test_pricing.py::test_apply_tax"),
+                "{failed:#}"
+            );
+            assert_eq!(run.conclusion.as_deref(), Some("failure"));
+        }
         // Where the patch weakened a test, the check run annotates the line.
         if e.name == "adv_sleep" {
             assert!(

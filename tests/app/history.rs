@@ -175,3 +175,59 @@ async fn a_re_run_attempt_never_turns_a_fail_into_a_plain_pass() {
     );
     finish(app).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_failure_on_unchanged_code_is_flakiness_recorded_for_the_base() {
+    let (app, repo) = start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    // Pull request 1 (all_stable): test_bulk_discount_cap, which runs none of its changed lines,
+    // fails on head. Not the patch's failure: a caveat naming it, and an observation of the
+    // base's code in the history.
+    let a = case("all_stable");
+    let evidence = with_outcome(
+        &a.dir.join("evidence"),
+        &tmp.path().join("evidence"),
+        "results/report-log.jsonl",
+        CAP,
+        "failed",
+    );
+    stage_with(
+        &repo,
+        1,
+        &a,
+        11,
+        zip_with_probe(&evidence, &fixtures().join("probe/reportlog")),
+    );
+    open_then_evidence(&app, 1, &a, 11).await;
+    let check = the_check(&repo, &a.head_sha);
+    let r = record(&check);
+    assert_eq!(r["verdict"], "PASS_WITH_CAVEAT", "{r:#}");
+    assert_eq!(check.conclusion.as_deref(), Some("success"));
+    let codes: Vec<&str> = r["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|x| x["code"].as_str())
+        .collect();
+    assert_eq!(codes, ["flaky_unchanged"], "{r:#}");
+    assert_eq!(r["reasons"][0]["tests"], serde_json::json!([CAP]));
+
+    // Pull request 2 (prefix_boundary) on the same base: that test is its only stable witness,
+    // and its own probe saw it pass 5 of 5. The head failure of pull request 1, recorded for the
+    // base's sha, and the passes there make it unstable: INCONCLUSIVE, naming where it failed.
+    let b = case("prefix_boundary");
+    stage_case(&repo, 2, &b, 12);
+    open_then_evidence(&app, 2, &b, 12).await;
+    let r = record(&the_check(&repo, &b.head_sha));
+    assert_eq!(r["verdict"], "INCONCLUSIVE", "{r:#}");
+    assert_eq!(r["reasons"][0]["code"], "frozen_only");
+    let s = standing(&r, CAP);
+    assert_eq!(s["stability"], "unstable", "{s:#}");
+    assert_eq!(
+        (s["seen"]["pr"].as_u64(), s["seen"]["run_id"].as_u64()),
+        (Some(1), Some(11)),
+        "{s:#}"
+    );
+    assert_eq!(s["seen"]["kind"], "head", "the failure was seen in a head run: {s:#}");
+    finish(app).await;
+}

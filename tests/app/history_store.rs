@@ -227,7 +227,35 @@ async fn a_run_judged_again_reads_the_history_without_itself(db: &Db) {
     assert_eq!(s.history_run_key(REPO, 9002).await.unwrap().as_deref(), Some("run:2:1"));
 }
 
+async fn a_run_keeps_its_own_copy_of_the_tests_it_judged(db: &Db) {
+    let s = db.open().await;
+    // A head run of the whole suite: `w` (a witness, judged) and `bystander` (a test that ran
+    // no changed line: counted for the base, never read by this run's judgement).
+    let judged = [t("w")].into_iter().collect();
+    let run = [
+        obs("w", "base", RunKind::Probe, 6, 1, 1, day(0)),
+        obs("bystander", "base", RunKind::Head, 1, 0, 1, day(0)),
+    ];
+    let added = s
+        .record_history_judged(REPO, "run:1:1", &run, &judged, now())
+        .await
+        .unwrap();
+    assert_eq!(added, Some(2), "both are counted");
+    let tests = [t("w"), t("bystander")];
+    let mut query = q(&tests, Some("base"));
+    let all = s.history_for(REPO, &query).await.unwrap();
+    assert_eq!((all.tests[&t("w")].runs, all.tests[&t("bystander")].runs), (7, 1));
+    // Judged again, the run reads the history without its own copy of what it judged.
+    query.exclude = Some("run:1:1");
+    let again = s.history_for(REPO, &query).await.unwrap();
+    assert!(!again.tests.contains_key(&t("w")), "{again:?}");
+    // The run's copy holds the judged tests only: a bystander's count stays (no judgement of
+    // this run reads it).
+    assert_eq!(again.tests[&t("bystander")].runs, 1);
+}
+
 contract!(
+    a_run_keeps_its_own_copy_of_the_tests_it_judged,
     a_run_judged_again_reads_the_history_without_itself,
     per_sha_counts_and_instability,
     a_run_is_recorded_once,

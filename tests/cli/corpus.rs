@@ -146,6 +146,7 @@ fn the_corpus_is_complete() {
         "honest_extract_method",
         "honest_import_constant",
         "adv_import_time_only",
+        "adv_import_time_breaks",
         "adv_retry_loop",
         "adv_assert_loosened",
         "adv_assert_swallowed",

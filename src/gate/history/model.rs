@@ -8,8 +8,11 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The recovery rule, as the report and the docs state it.
-pub const RECOVERY: &str =
-    "a test seen unstable stays unstable until it passes history.recovery_runs runs in a row after its last failure";
+pub const RECOVERY: &str = "a test seen unstable stays unstable until it passes, in a row after its last failure, as many runs as a test failing at the rate it showed up to that failure would pass with under 5 % chance — and at least history.recovery_runs — or until its failures leave the window";
+
+/// The chance, at the rate a test showed, that it passes the whole recovery streak: the rule
+/// clears a test only when a streak that long was unlikely for it.
+const RECOVERY_CHANCE: f64 = 0.05;
 
 /// `history` in `.github/flakegate.yml`: how long observations count, and the recovery rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -17,8 +20,9 @@ pub const RECOVERY: &str =
 pub struct HistoryPolicy {
     /// Observations older than this many days are dropped. Default 90.
     pub window_days: u32,
-    /// Passing runs in a row, after its last failure, that clear a test seen unstable. Default 50:
-    /// a test still failing 4.5 % of its runs or more fails among 50 with 90 % chance.
+    /// The fewest passing runs in a row, after its last failure, that clear a test seen
+    /// unstable. Default 50: a test still failing 4.5 % of its runs or more fails among 50 with
+    /// 90 % chance. A test that failed more rarely needs more (see [`RECOVERY`]).
     pub recovery_runs: u32,
 }
 
@@ -35,6 +39,23 @@ impl HistoryPolicy {
     pub fn is_default(&self) -> bool {
         *self == HistoryPolicy::default()
     }
+}
+
+/// Passing runs in a row after its last failure that clear a test seen unstable ([`RECOVERY`]):
+/// enough that a test failing at the rate it showed up to that failure (its failures over its
+/// runs until then) would pass them all with under 5 % chance, and at least `recovery_runs`.
+/// A 2 % test needs 149; a test that failed once in 500 runs, 1,497 — a rare failure takes
+/// many runs to show fixed, so it stays unstable until its failures leave the window.
+pub fn runs_to_recover(th: &TestHistory, recovery_runs: u32) -> u64 {
+    let floor = u64::from(recovery_runs.max(1));
+    let until_failure = th.runs.saturating_sub(th.passes_since_failure);
+    if th.failures == 0 || until_failure == 0 || th.failures >= until_failure {
+        return floor;
+    }
+    let rate = th.failures as f64 / until_failure as f64;
+    // ln(0.05) / ln(1 - rate): finite and positive for 0 < rate < 1.
+    let needed = (RECOVERY_CHANCE.ln() / (-rate).ln_1p()).ceil();
+    floor.max(needed as u64)
 }
 
 /// Which kind of run an observation comes from.
@@ -165,6 +186,9 @@ pub struct Judgement {
     pub seen: Option<Source>,
     /// This evidence's probe did not run the test: the judgement is the history's alone.
     pub history_only: bool,
+    /// Unstable by the recovery rule alone: the passing runs in a row it still needs to clear.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovers_after: Option<u64>,
 }
 
 /// What the report says of the history: per witness (and per failing head test) it knew, the

@@ -95,12 +95,14 @@ fn failures_on_another_sha_alone_do_not_make_a_test_unstable() {
 
 #[test]
 fn a_test_seen_unstable_stays_unstable_until_the_recovery_rule_clears_it() {
+    // 5 failures in the 10 runs up to the last one: a 50 % rate, so the floor
+    // (`recovery_runs: 50`) is what clears it.
     let seen = |streak| {
         history(vec![(
             "a",
             TestHistory {
-                runs: 100,
-                failures: 2,
+                runs: 10 + streak,
+                failures: 5,
                 unstable_on: Some(src("old", 5, "2026-10-20")),
                 last_failure: Some(src("old", 5, "2026-10-20")),
                 passes_since_failure: streak,
@@ -113,12 +115,64 @@ fn a_test_seen_unstable_stays_unstable_until_the_recovery_rule_clears_it() {
     let j = Stabilities::new(Some(&p), Some(&h)).judge(&t("a")).unwrap();
     assert_eq!(j.stability, Stability::Unstable, "49 passes in a row do not clear it");
     assert_eq!(j.seen.unwrap().pr, Some(5));
+    assert_eq!(j.recovers_after, Some(1), "one more passing run clears it");
     let h = seen(50);
+    let j = Stabilities::new(Some(&p), Some(&h)).judge(&t("a")).unwrap();
+    assert_eq!(j.stability, Stability::StablePassing, "50 passes in a row do");
+    assert_eq!(j.recovers_after, None);
+}
+
+#[test]
+fn a_rarely_failing_test_needs_the_streak_its_rate_makes_unlikely() {
+    // One failure in the 50 runs up to it: a 2 % test, which passes 148 runs in a row with
+    // more than 5 % chance (0.98^148 ≈ 5.03 %) and 149 with less.
+    let seen = |streak| {
+        history(vec![(
+            "a",
+            TestHistory {
+                runs: 50 + streak,
+                failures: 1,
+                unstable_on: Some(src("old", 9, "2026-10-20")),
+                last_failure: Some(src("old", 9, "2026-10-20")),
+                passes_since_failure: streak,
+                ..TestHistory::default()
+            },
+        )])
+    };
+    assert_eq!(runs_to_recover(&seen(0).tests[&t("a")], 50), 149);
+    let p = probe(&[("a", 0, 7)]);
+    for streak in [50, 100, 148] {
+        let h = seen(streak);
+        let j = Stabilities::new(Some(&p), Some(&h)).judge(&t("a")).unwrap();
+        assert_eq!(
+            j.stability,
+            Stability::Unstable,
+            "{streak} passes in a row do not clear a 2 % test"
+        );
+        assert_eq!(j.recovers_after, Some(149 - streak));
+    }
+    let h = seen(149);
     assert_eq!(
         Stabilities::new(Some(&p), Some(&h)).stability(&t("a")),
         Some(Stability::StablePassing),
-        "50 passes in a row do"
+        "149 do"
     );
+    // The floor still holds for a test that failed often, and a larger floor wins.
+    let often = TestHistory {
+        runs: 20,
+        failures: 10,
+        passes_since_failure: 0,
+        ..TestHistory::default()
+    };
+    assert_eq!(runs_to_recover(&often, 50), 50);
+    assert_eq!(runs_to_recover(&seen(0).tests[&t("a")], 300), 300);
+    // A failure in the test's only run before the streak says nothing of its rate: the floor.
+    let once = TestHistory {
+        runs: 1,
+        failures: 1,
+        ..TestHistory::default()
+    };
+    assert_eq!(runs_to_recover(&once, 50), 50);
 }
 
 #[test]

@@ -6,7 +6,7 @@ use crate::gate::attribution::{blind_locations, classify_test, Witnessing};
 use crate::gate::error::Location;
 use crate::gate::history::Stabilities;
 use crate::gate::nodeid::TestId;
-use crate::gate::report::{FileEvidence, LineClass, LineWitness, Reason, ReasonCode, WitnessStatus};
+use crate::gate::report::{LineClass, LineWitness, Reason, ReasonCode, WitnessStatus};
 use crate::gate::trust::checks;
 use crate::gate::trust::weakening::{tests_touched_by, weakenings};
 use std::collections::BTreeMap;
@@ -272,15 +272,8 @@ impl Decision<'_> {
             && !self
                 .reasons
                 .iter()
-                .any(|r| r.code == ReasonCode::MissingEvidence || r.code.is_about_the_patchs_evidence())
-            && self.att.files.iter().all(|f| match f.evidence {
-                FileEvidence::NotNeeded => !f.deletes_code,
-                FileEvidence::NoExecutableChange => true,
-                FileEvidence::Measured => {
-                    f.import_time_lines.is_empty() && f.excluded_lines.is_empty() && f.deletions.is_empty()
-                }
-                FileEvidence::Blind => false,
-            })
+                .any(|r| crate::gate::history::blocks_recording(r.code))
+            && crate::gate::history::files_leave_untouched_tests_alone(&self.att.files)
     }
 
     /// `flaky_unchanged`: head failures of tests that ran none of the changed lines, where the
