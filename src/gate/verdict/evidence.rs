@@ -6,6 +6,7 @@ use super::{short_list, Decision};
 use crate::gate::error::Location;
 use crate::gate::nodeid::TestId;
 use crate::gate::report::{Reason, ReasonCode};
+use crate::gate::trust::weakening::tests_touched_by;
 
 impl Decision<'_> {
     /// Row 1 (INCONCLUSIVE): the evidence is missing or unreadable, shaped by
@@ -47,6 +48,50 @@ impl Decision<'_> {
         if let Some(m) = &self.glob_error {
             self.reasons.push(Reason::new(ReasonCode::MissingEvidence, m.clone()));
         }
+        self.witnesses_the_probe_did_not_run();
+    }
+
+    /// Row 1, `missing_evidence`: a probe was given but did not run a witness it could have run
+    /// (a test of the base: not one the patch adds or edits), and no flake history knows it. Its
+    /// stability is unknown, so it is not evidence — never a stable witness by default: a
+    /// witnesses-only probe that ran other tests than it was asked for must not pass.
+    fn witnesses_the_probe_did_not_run(&mut self) {
+        let Some(probe) = &self.ev.probe else {
+            return;
+        };
+        let stab = crate::gate::history::Stabilities::new(Some(probe), self.ev.history.as_ref());
+        let patch = self.input.patch;
+        let missing: Vec<TestId> = self
+            .att
+            .union
+            .keys()
+            .filter(|t| {
+                !probe.tests.contains_key(*t)
+                    && stab.judge(t).is_none()
+                    && !self.unjoined.contains(*t)
+                    && !tests_touched_by(patch, t)
+            })
+            .cloned()
+            .collect();
+        if missing.is_empty() {
+            return;
+        }
+        let n = missing.len();
+        self.reasons.push(
+            Reason::new(
+                ReasonCode::MissingEvidence,
+                format!(
+                    "the probe did not run {n} witness{} of this patch that the base has ({}), and no flake history knows {}: {} stability is unknown, so {} not evidence; probe {} on the base (flakegate probe --witnesses-of, or the whole suite)",
+                    if n == 1 { "" } else { "es" },
+                    short_list(&missing, 5),
+                    if n == 1 { "it" } else { "them" },
+                    if n == 1 { "its" } else { "their" },
+                    if n == 1 { "it is" } else { "they are" },
+                    if n == 1 { "it" } else { "them" },
+                ),
+            )
+            .tests(missing),
+        );
     }
 
     /// Row 1, `evidence_config_changed` (Trust): the patch changes the workflow

@@ -1024,7 +1024,11 @@ fn an_xfail_on_head_of_a_test_that_always_passed_on_base_is_a_failure() {
     // The frozen test's xfail does not count (frozen), and neither does an xfail of a test the
     // probe never saw pass (it xfails on base too, or was not probed).
     assert!(!r.results.failures.iter().any(|f| f.test == FROZEN && f.counts));
-    c.probe = Some(probe(5, &[(FLAKY, 2)]));
+    let mut never_passed = probe(5, &[(FLAKY, 2)]);
+    never_passed
+        .tests
+        .insert(TestId::new(STABLE), ProbeCounts { failures: 0, runs: 0 });
+    c.probe = Some(never_passed);
     assert_eq!(c.run().verdict, Verdict::Pass, "{:#?}", c.run().reasons);
 }
 
@@ -1218,7 +1222,9 @@ fn a_head_failure_of_a_test_that_ran_no_changed_line_is_flaky_not_the_patchs() {
 fn a_patch_that_could_have_reached_the_failing_test_still_fails() {
     // The failing test ran a changed line.
     let cov = coverage(&[(10, &[(STABLE, RUN), (ELSEWHERE, RUN)])], &[]);
-    let r = elsewhere_fails(Case::new(&[(10, "    total = a + b")], cov)).run();
+    let mut c = elsewhere_fails(Case::new(&[(10, "    total = a + b")], cov));
+    c.probe = Some(probe(5, &[(STABLE, 0), (FLAKY, 2), (FROZEN, 0), (ELSEWHERE, 0)]));
+    let r = c.run();
     assert_eq!(r.codes()[0], "failed", "{:#?}", r.reasons);
 
     // A changed line ran at import time (a module constant every importer sees).
@@ -1359,4 +1365,28 @@ fn a_huge_diffs_record_lists_a_few_witnesses_per_line_and_stays_small() {
     assert_eq!(v["line_witness_limit"], serde_json::Value::Null);
     assert_eq!(v["files"][1]["lines"][9]["witnesses"].as_array().unwrap().len(), 40);
     assert_eq!(v["files"][1]["witnesses"].as_array().unwrap().len(), 40);
+}
+
+#[test]
+fn a_witness_the_probe_did_not_run_is_not_evidence() {
+    // A witnesses-only probe that ran other tests than the patch's witnesses: STABLE has no
+    // probe entry and no history knows it, so its stability is unknown — never a stable witness.
+    let mut c = Case::new(&[(10, "    total = a + b")], coverage(&[(10, &[(STABLE, RUN)])], &[]));
+    c.probe = Some(probe(5, &[(FLAKY, 0), (FROZEN, 0)]));
+    let r = c.run();
+    assert_eq!(r.verdict, Verdict::Inconclusive, "{:#?}", r.reasons);
+    assert_eq!(r.codes()[0], "missing_evidence");
+    assert_eq!(r.reasons[0].tests, [TestId::new(STABLE)]);
+    assert!(
+        r.reasons[0].message.contains("the probe did not run 1 witness"),
+        "{}",
+        r.reasons[0].message
+    );
+    // With it in the probe: PASS.
+    c.probe = Some(probe(5, &[(STABLE, 0)]));
+    assert_eq!(c.run().verdict, Verdict::Pass);
+    // Without any probe, nothing says the probe skipped it (what a probe would add is said
+    // elsewhere): judged as before.
+    c.probe = None;
+    assert_eq!(c.run().verdict, Verdict::Pass);
 }
