@@ -637,8 +637,9 @@ def main() -> int:
                     help="the base sha advances every N pull requests (default 5)")
     ap.add_argument("--burn-in", type=int, default=30, help="the 'after the first N PRs' cut (default 30)")
     ap.add_argument("--seed", type=int, default=1, help="the first sequence's seed")
-    ap.add_argument("--sequences", type=int, default=1,
-                    help="independent repositories and PR sequences (seeds SEED, SEED+1, …), pooled")
+    ap.add_argument("--sequences", type=int, default=5,
+                    help="independent repositories and PR sequences (seeds SEED, SEED+1, …), pooled "
+                         "(default 5: one sequence has about 40 pull requests per planted rate)")
     ap.add_argument("--recovery-runs", type=int, default=150,
                     help="history.recovery_runs of the third strategy (default 150)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="flakegate processes at once")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Evidence per pull request on a simulated repository (docs/performance.md, "Evidence per pull
 # request: the simulated repository"): builds the release binary, then judges 200 generated
-# correct pull requests with today's workflow template and with the witness probe and the flake
+# correct pull requests (five sequences, pooled) with today's workflow template and with the witness probe and the flake
 # history, through the real `flakegate check`.
 #
 #   bash benches/simulate.sh [simulate.py flags...]     # e.g. --advance-every 10 --seed 2 --keep /tmp/sim

@@ -66,21 +66,66 @@ pub(super) fn source_of(row: FailureRow) -> Option<Source> {
     })
 }
 
+/// A run's own copy, kept with its key: the observations of the tests its judgement read,
+/// grouped by where they come from, so that a source (sha, run, date…) is written once and a
+/// test as `[id, passes, failures]` — a few hundred witnesses take some kilobytes.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct OwnCopy {
+    groups: Vec<OwnGroup>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct OwnGroup {
+    source: Source,
+    counts: Vec<(crate::gate::TestId, u32, u32)>,
+}
+
 /// The run's own copy kept with its key: the observations of the `judged` tests (all without).
 pub(super) fn own_copy(
-    observations: &[crate::gate::history::Observation],
+    observations: &[Observation],
     judged: Option<&std::collections::BTreeSet<crate::gate::TestId>>,
 ) -> serde_json::Result<String> {
-    match judged {
-        None => serde_json::to_string(observations),
-        Some(keep) => serde_json::to_string(
-            &observations
-                .iter()
-                .filter(|o| keep.contains(&o.test))
-                .collect::<Vec<_>>(),
-        ),
+    let mut groups: Vec<OwnGroup> = Vec::new();
+    for o in observations
+        .iter()
+        .filter(|o| judged.is_none_or(|keep| keep.contains(&o.test)))
+    {
+        let count = (o.test.clone(), o.passes, o.failures);
+        match groups.iter_mut().find(|g| g.source == o.source) {
+            Some(g) => g.counts.push(count),
+            None => groups.push(OwnGroup {
+                source: o.source.clone(),
+                counts: vec![count],
+            }),
+        }
     }
+    serde_json::to_string(&OwnCopy { groups })
 }
+
+/// A run's own copy as [`own_copy`] writes it; a list of observations as written before; an
+/// empty list once compaction dropped it.
+pub(super) fn read_own_copy(json: &str) -> serde_json::Result<Vec<Observation>> {
+    if json.trim_start().starts_with('[') {
+        return serde_json::from_str(json);
+    }
+    let copy: OwnCopy = serde_json::from_str(json)?;
+    Ok(copy
+        .groups
+        .into_iter()
+        .flat_map(|g| {
+            let source = g.source;
+            g.counts.into_iter().map(move |(test, passes, failures)| Observation {
+                test,
+                passes,
+                failures,
+                source: source.clone(),
+            })
+        })
+        .collect())
+}
+
+/// Days a run's own copy is kept ([`sql::TRIM_OWN_COPIES`]).
+pub(super) const OWN_COPY_DAYS: u32 = 14;
 
 pub(super) fn day_of(day: i64) -> Option<NaiveDate> {
     DateTime::<Utc>::from_timestamp_millis(day.checked_mul(DAY_MS)?).map(|d| d.date_naive())
@@ -167,6 +212,11 @@ pub(super) mod sql {
         ("DELETE FROM history_failures WHERE at < $1", false),
         ("DELETE FROM history_recorded WHERE at < $1", false),
     ];
+    /// A run's own copy serves a later judgement of the same run (a retry, a re-evaluation,
+    /// a pull request opened later on the same head): kept for `OWN_COPY_DAYS`, then dropped (a
+    /// run judged again after that reads the history with its own observations in it).
+    pub const TRIM_OWN_COPIES: &str =
+        "UPDATE history_recorded SET observations = '[]' WHERE at < $1 AND observations <> '[]'";
     pub const COMPACT_STREAKS: &str =
         "DELETE FROM history_streak WHERE NOT EXISTS (SELECT 1 FROM history_days d WHERE \
                                        d.repo_id = history_streak.repo_id AND d.test = history_streak.test)";
@@ -326,7 +376,7 @@ macro_rules! common_history_methods {
                 None => None,
             };
             let own: Vec<crate::gate::history::Observation> = match own {
-                Some((json,)) => serde_json::from_str(&json).context("reading history (this run's observations)")?,
+                Some((json,)) => super::history::read_own_copy(&json).context("reading history (this run's observations)")?,
                 None => Vec::new(),
             };
             let mut out = History {
@@ -490,6 +540,11 @@ macro_rules! common_history_methods {
                     .await
                     .context("compacting history")?;
             }
+            sqlx::query::<Db>(sql::TRIM_OWN_COPIES)
+                .bind(window_start(now, super::history::OWN_COPY_DAYS))
+                .execute(&mut *tx)
+                .await
+                .context("compacting history")?;
             sqlx::query::<Db>(sql::COMPACT_STREAKS)
                 .execute(&mut *tx)
                 .await
@@ -534,3 +589,6 @@ macro_rules! common_history_methods {
         }
     };
 }
+
+#[cfg(test)]
+mod tests;

@@ -254,7 +254,32 @@ async fn a_run_keeps_its_own_copy_of_the_tests_it_judged(db: &Db) {
     assert_eq!(again.tests[&t("bystander")].runs, 1);
 }
 
+async fn a_runs_own_copy_is_dropped_after_two_weeks(db: &Db) {
+    let s = db.open().await;
+    let judged = [t("w")].into_iter().collect();
+    let run = [obs("w", "base", RunKind::Probe, 6, 1, 1, day(-20))];
+    s.record_history_judged(REPO, "old", &run, &judged, now() - Span::days(20))
+        .await
+        .unwrap();
+    let fresh = [obs("w", "base", RunKind::Probe, 7, 0, 2, day(-1))];
+    s.record_history_judged(REPO, "fresh", &fresh, &judged, now() - Span::days(1))
+        .await
+        .unwrap();
+    s.compact_history(now(), 90).await.unwrap();
+    let tests = [t("w")];
+    let mut query = q(&tests, Some("base"));
+    // Judged again after two weeks, the old run reads the history with itself in it; a run
+    // of yesterday still reads it without itself.
+    query.exclude = Some("old");
+    assert_eq!(s.history_for(REPO, &query).await.unwrap().tests[&t("w")].runs, 14);
+    query.exclude = Some("fresh");
+    assert_eq!(s.history_for(REPO, &query).await.unwrap().tests[&t("w")].runs, 7);
+    // Still recorded once: the key outlives its copy.
+    assert_eq!(s.record_history(REPO, "old", &run, now()).await.unwrap(), None);
+}
+
 contract!(
+    a_runs_own_copy_is_dropped_after_two_weeks,
     a_run_keeps_its_own_copy_of_the_tests_it_judged,
     a_run_judged_again_reads_the_history_without_itself,
     per_sha_counts_and_instability,
