@@ -403,7 +403,7 @@ fn program(env: &str, names: &[&str]) -> PathBuf {
     }
     panic!(
         "the setup page's browser test needs {} (or {env}): install Debian's packages with \
-         `apt-get install chromium chromium-driver` (.ci/run does)",
+         `apt-get install chromium chromium-driver` (scripts/test.sh does)",
         names.join(" or ")
     )
 }
