@@ -22,7 +22,7 @@ pub struct HistoryPolicy {
     pub window_days: u32,
     /// The fewest passing runs in a row, after its last failure, that clear a test seen
     /// unstable. Default 50: a test still failing 4.5 % of its runs or more fails among 50 with
-    /// 90 % chance. A test that failed more rarely needs more (see [`RECOVERY`]).
+    /// 90 % chance. A test that failed more rarely needs more (the rule `RECOVERY` states).
     pub recovery_runs: u32,
 }
 
