@@ -196,6 +196,7 @@ impl Sources for CommandLine<'_> {
             results: a.results.clone(),
             probe: a.probe.clone(),
             meta: a.meta.clone(),
+            read_once: None,
         })
     }
 

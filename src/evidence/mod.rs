@@ -37,6 +37,54 @@ pub struct EvidenceSources {
     pub results: Vec<PathBuf>,
     pub probe: Option<PathBuf>,
     pub meta: Option<PathBuf>,
+    /// Shared by every patch judged with this evidence (pull requests sharing a head): what
+    /// was read for one is not read again for the next.
+    pub read_once: Option<std::sync::Arc<ReadOnce>>,
+}
+
+/// One evidence directory's parts, read once for every patch judged with it. A reading is
+/// kept with what it depended on — the directory, the paths and lines the patch needs of
+/// the coverage, the ledger's node ids (they help match JUnit records) — and served again
+/// to a patch that needs the same; a patch that needs other lines is read for itself.
+#[derive(Default)]
+pub struct ReadOnce {
+    readings: std::sync::Mutex<Vec<(ReadKey, Loaded)>>,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+#[derive(PartialEq)]
+struct ReadKey {
+    sources: String,
+    matcher: PathMatcher,
+    ledger: Vec<TestId>,
+}
+
+impl ReadOnce {
+    /// How many times the evidence was read (not served from an earlier reading).
+    pub fn reads(&self) -> usize {
+        self.reads.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn get_or_read(&self, key: ReadKey, read: impl FnOnce() -> Loaded) -> Loaded {
+        // Held while reading: the pull requests of one head are judged one after another,
+        // and a second reader of the same key waits for the first rather than reading twice.
+        let mut readings = self.readings.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, loaded)) = readings.iter().find(|(k, _)| *k == key) {
+            return loaded.clone();
+        }
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let loaded = read();
+        readings.push((key, loaded.clone()));
+        loaded
+    }
+}
+
+impl std::fmt::Debug for ReadOnce {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadOnce")
+            .field("reads", &self.reads())
+            .finish_non_exhaustive()
+    }
 }
 
 /// The evidence and the digest of every file read.
@@ -125,6 +173,33 @@ pub fn load_evidence(
     head_sources: &BTreeMap<String, String>,
 ) -> Loaded {
     let sources = sources.clone().resolve();
+    let matcher = PathMatcher::new(patch.paths()).keeping(crate::gate::attribution::lines_needed(patch, head_sources));
+    match sources.read_once.clone() {
+        Some(once) => {
+            let key = ReadKey {
+                sources: format!(
+                    "{:?}",
+                    (
+                        &sources.dir,
+                        &sources.coverage,
+                        &sources.results,
+                        &sources.probe,
+                        &sources.meta
+                    )
+                ),
+                matcher: matcher.clone(),
+                ledger: ledger
+                    .map(|l| l.entries.iter().map(|e| TestId::new(e.test.clone())).collect())
+                    .unwrap_or_default(),
+            };
+            once.get_or_read(key, || read_evidence(&sources, &matcher, ledger))
+        }
+        None => read_evidence(&sources, &matcher, ledger),
+    }
+}
+
+/// [`load_evidence`]'s reading, for the lines `matcher` keeps.
+fn read_evidence(sources: &EvidenceSources, matcher: &PathMatcher, ledger: Option<&Ledger>) -> Loaded {
     let mut out = Loaded::default();
     if let Some(dir) = &sources.dir {
         if !dir.is_dir() {
@@ -135,12 +210,10 @@ pub fn load_evidence(
             return out;
         }
     }
-    let matcher = PathMatcher::new(patch.paths()).keeping(crate::gate::attribution::lines_needed(patch, head_sources));
-
     // Coverage.
     if let Some(path) = &sources.coverage {
         out.evidence.coverage_file = Some(display(path));
-        match read_coverage(path, &matcher) {
+        match read_coverage(path, matcher) {
             Ok((cov, digest)) => {
                 out.evidence.coverage = Some(cov);
                 out.digests.push(digest);

@@ -167,3 +167,53 @@ fn only_the_lines_the_gate_reads_keep_their_witnesses() {
         }
     }
 }
+
+/// Patches judged with one evidence directory share its reading: the same patch (and ledger)
+/// is served what was read for the first, to the digest; another patch is read for itself.
+#[test]
+fn one_evidence_directory_is_read_once_for_the_patches_that_need_the_same() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cases");
+    let patch_of = |case: &str| {
+        let diff = std::fs::read(root.join(case).join("diff.patch")).unwrap();
+        parse_patch("diff.patch", &diff).unwrap()
+    };
+    let once = std::sync::Arc::new(ReadOnce::default());
+    let sources = EvidenceSources {
+        dir: Some(root.join("some_frozen/evidence")),
+        read_once: Some(once.clone()),
+        ..EvidenceSources::default()
+    };
+    let patch = patch_of("some_frozen");
+    let alone = load_evidence(
+        &EvidenceSources {
+            read_once: None,
+            ..sources.clone()
+        },
+        &patch,
+        None,
+        &BTreeMap::new(),
+    );
+    let first = load_evidence(&sources, &patch, None, &BTreeMap::new());
+    let second = load_evidence(&sources, &patch, None, &BTreeMap::new());
+    assert_eq!(once.reads(), 1);
+    for l in [&first, &second] {
+        assert_eq!(l.digests, alone.digests);
+        assert_eq!(l.evidence.coverage, alone.evidence.coverage);
+        assert_eq!(l.evidence.results, alone.evidence.results);
+        assert!(l.evidence.problems.is_empty(), "{:?}", l.evidence.problems);
+    }
+    // Another patch needs other lines: read for itself, and what it gets is its own.
+    let other = patch_of("all_stable");
+    let theirs = load_evidence(&sources, &other, None, &BTreeMap::new());
+    assert_eq!(once.reads(), 2);
+    let own = load_evidence(
+        &EvidenceSources {
+            read_once: None,
+            ..sources.clone()
+        },
+        &other,
+        None,
+        &BTreeMap::new(),
+    );
+    assert_eq!(theirs.evidence.coverage, own.evidence.coverage);
+}

@@ -38,6 +38,7 @@ pub(super) fn report_of(dir: &std::path::Path, config: &Config) -> Report {
         results: vec![ev.join("results")],
         probe: Some(fixtures().join("probe/reportlog")),
         meta: None,
+        read_once: None,
     };
     let loaded = crate::evidence::load_evidence(&sources, &patch, ledger.as_ref().ok(), &Default::default());
     let input = GateInput {

@@ -9,7 +9,7 @@ use super::dispatch::Target;
 use super::failure::{content, user, Failure, Fatal};
 use super::Worker;
 use crate::evidence::assemble::{self, AssembleError, ConfigRead, HistoryAccess, Judging, Named, Sources};
-use crate::evidence::{artifact_relative, evidence_root, EvidenceSources};
+use crate::evidence::{artifact_relative, evidence_root, EvidenceSources, ReadOnce};
 use crate::gate::config::{Config, CONFIG_PATH};
 use crate::gate::history::RecordContext;
 use crate::gate::Report;
@@ -17,7 +17,7 @@ use crate::github::{Artifact, CommitSha, GithubError, PatchSource, PullNumber};
 use anyhow::Context as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// The `X-GitHub-Event` of merge queues, and the `event` of the workflow runs they trigger
 /// (`merge_group.rs` judges those).
@@ -88,6 +88,45 @@ impl Drop for Scratch {
 
 static SCRATCH_SEQ: AtomicU64 = AtomicU64::new(0);
 
+/// One head's evidence, fetched and read once for every pull request judged on it: the run's
+/// artifact listing, each artifact downloaded and extracted once into one scratch directory
+/// (removed with it), and the evidence parsed from it ([`ReadOnce`]). Each pull request is
+/// still judged against its own base from that one read.
+pub(super) struct HeadRead {
+    scratch: Scratch,
+    /// Workflow run id → its artifacts as listed.
+    listed: tokio::sync::Mutex<Vec<(u64, Vec<Artifact>)>>,
+    /// Artifact id → where it was extracted.
+    extracted: tokio::sync::Mutex<Vec<(u64, PathBuf)>>,
+    parsed: Arc<ReadOnce>,
+}
+
+impl HeadRead {
+    pub(super) fn new(worker: &Worker) -> Result<HeadRead, Failure> {
+        Ok(HeadRead {
+            scratch: worker.scratch()?,
+            listed: Default::default(),
+            extracted: Default::default(),
+            parsed: Default::default(),
+        })
+    }
+
+    /// How many times an evidence directory was parsed for this head.
+    pub(super) fn parses(&self) -> usize {
+        self.parsed.reads()
+    }
+
+    async fn artifacts(&self, t: &Target, run_id: u64) -> Result<Vec<Artifact>, Failure> {
+        let mut listed = self.listed.lock().await;
+        if let Some((_, a)) = listed.iter().find(|(id, _)| *id == run_id) {
+            return Ok(a.clone());
+        }
+        let artifacts = t.client.run_artifacts(&t.repo, run_id).await?;
+        listed.push((run_id, artifacts.clone()));
+        Ok(artifacts)
+    }
+}
+
 /// `wanted` (a config `workflows` entry: a file name or a path) names the run's workflow file.
 pub(super) fn workflow_matches(wanted: &str, path: &str) -> bool {
     let wanted = wanted.trim_start_matches("./");
@@ -113,7 +152,7 @@ struct PullRequestFiles<'a> {
     patch_of: PatchOf,
     run_id: u64,
     artifact: &'a Artifact,
-    scratch: &'a Scratch,
+    read: &'a HeadRead,
     /// Where the artifact was extracted, once it was.
     extracted: OnceLock<PathBuf>,
 }
@@ -162,13 +201,32 @@ impl Sources for PullRequestFiles<'_> {
     async fn evidence(&self) -> Result<EvidenceSources, Failure> {
         let (name, run_id) = (&self.artifact.name, self.run_id);
         let limits = &self.worker.config.artifact_limits;
-        let extracted = match self
-            .t
-            .client
-            .download_artifact(&self.t.repo, self.artifact.id, &self.scratch.0, limits)
-            .await
-        {
-            Ok(dir) => dir,
+        // Held while downloading: the next pull request of the head waits and reads the same.
+        let mut extracted = self.read.extracted.lock().await;
+        let known = extracted
+            .iter()
+            .find(|(id, _)| *id == self.artifact.id)
+            .map(|(_, d)| d.clone());
+        let dest = self.read.scratch.0.join(self.artifact.id.to_string());
+        let fetched = match known {
+            Some(dir) => Ok(dir),
+            None => {
+                std::fs::create_dir_all(&dest)
+                    .with_context(|| format!("creating scratch directory {}", dest.display()))
+                    .map_err(Failure::Retryable)?;
+                self.t
+                    .client
+                    .download_artifact(&self.t.repo, self.artifact.id, &dest, limits)
+                    .await
+            }
+        };
+        let extracted_dir = match fetched {
+            Ok(dir) => {
+                if !extracted.iter().any(|(id, _)| *id == self.artifact.id) {
+                    extracted.push((self.artifact.id, dir.clone()));
+                }
+                dir
+            }
             // Listed as live a moment ago, expired by the time it was fetched.
             Err(GithubError::Gone(why)) => {
                 return Err(user(format!(
@@ -177,10 +235,12 @@ impl Sources for PullRequestFiles<'_> {
             }
             Err(e) => return Err(e.into()),
         };
-        let dir = evidence_root(&extracted);
-        let _ = self.extracted.set(extracted);
+        drop(extracted);
+        let dir = evidence_root(&extracted_dir);
+        let _ = self.extracted.set(extracted_dir);
         Ok(EvidenceSources {
             dir: Some(dir),
+            read_once: Some(self.read.parsed.clone()),
             ..EvidenceSources::default()
         })
     }
@@ -231,6 +291,7 @@ impl Worker {
         workflow_path: &str,
         config: ConfigRead,
         pr: Option<&PrRef>,
+        read: &HeadRead,
     ) -> Result<Option<(Report, Config)>, Failure> {
         let run_id = run.id;
         let base = CommitSha::from(base_sha);
@@ -247,7 +308,7 @@ impl Worker {
 
         // The artifact, first by listing (cheap), so a run of some other workflow is ignored early.
         let name = &config.config.evidence.artifact;
-        let artifacts = t.client.run_artifacts(&t.repo, run_id).await?;
+        let artifacts = read.artifacts(t, run_id).await?;
         let artifact = match artifacts.iter().find(|a| &a.name == name) {
             Some(a) => a,
             None if wanted.is_empty() => {
@@ -266,7 +327,6 @@ impl Worker {
             )));
         }
 
-        let scratch = self.scratch()?;
         let files = PullRequestFiles {
             worker: self,
             t,
@@ -275,7 +335,7 @@ impl Worker {
             patch_of,
             run_id,
             artifact,
-            scratch: &scratch,
+            read,
             extracted: OnceLock::new(),
         };
         let judging = Judging {

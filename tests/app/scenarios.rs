@@ -992,6 +992,58 @@ async fn two_pull_requests_sharing_a_head_get_one_check_run_and_a_comment_each()
     finish(app).await;
 }
 
+/// Thirty pull requests on one head (and one of them into another base): the run's artifact is
+/// listed and downloaded once, and each pull request is judged against its own base. The job's
+/// time is printed for docs/performance.md ("One head, many pull requests").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thirty_pull_requests_on_one_head_read_its_artifact_once() {
+    let (app, repo) = start().await;
+    let c = case("frozen_only");
+    stage_case(&repo, 1, &c, 1);
+    for n in 2..=29 {
+        repo.add_pull(n, &c.base_sha, &c.head_sha, &c.diff);
+    }
+    // A base whose ledger freezes nothing: there the frozen witness is an ordinary one.
+    let other_base = "b".repeat(40);
+    repo.put_file(&other_base, LEDGER_PATH, br#"{"frozen": []}"#);
+    repo.add_pull(30, &other_base, &c.head_sha, &c.diff);
+    let mut pulls: Vec<(u64, &str)> = (1..=29).map(|n| (n, c.base_sha.as_str())).collect();
+    pulls.push((30, &other_base));
+    app.deliver(
+        "workflow_run",
+        &workflow_run_completed(1, &c.head_sha, WORKFLOW, &pulls),
+    )
+    .await;
+    let started = std::time::Instant::now();
+    assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
+    println!("30 pull requests on one head: the job took {:?}", started.elapsed());
+
+    assert_eq!(
+        repo.calls("GET", op::RUN_ARTIFACTS),
+        1,
+        "the run's artifacts listed once"
+    );
+    assert_eq!(repo.calls("GET", op::ARTIFACT_ZIP), 1, "the artifact downloaded once");
+    let ours: Vec<CheckRunState> = repo
+        .check_runs_for(&c.head_sha)
+        .into_iter()
+        .filter(|r| r.name == "flakegate")
+        .collect();
+    assert_eq!(ours.len(), 1, "{ours:#?}");
+    assert_verdict(&ours[0], "INCONCLUSIVE", "failure");
+    for pr in 1..=29 {
+        let body = the_comment(&repo, pr).body;
+        assert!(body.contains("@shop/payments"), "#{pr}: {body}");
+    }
+    // Judged against its own base, from the same read: nothing there is frozen.
+    assert!(
+        repo.comments(30).iter().all(|c| !c.body.contains("frozen")),
+        "{:#?}",
+        repo.comments(30)
+    );
+    finish(app).await;
+}
+
 // ---- k. shutdown releases the job in hand --------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -95,7 +95,7 @@ pub struct Coverage {
 /// It also says which lines' witnesses to keep ([`PathMatcher::keeping`]): a
 /// changed file's entry can be hundreds of megabytes (a core module every test
 /// runs), while the gate reads the witnesses of a few lines.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PathMatcher {
     repo_paths: BTreeSet<String>,
     /// Repository path → the lines whose witnesses are kept; `None`: every line.

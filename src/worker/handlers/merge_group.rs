@@ -14,7 +14,7 @@ use crate::present::check_run;
 use crate::store::EvidenceRun;
 use crate::worker::dispatch::Target;
 use crate::worker::failure::{internal, store_err, Failure};
-use crate::worker::judge::{settle, workflow_matches, PatchOf, RunRef, MERGE_GROUP};
+use crate::worker::judge::{settle, workflow_matches, HeadRead, PatchOf, RunRef, MERGE_GROUP};
 use crate::worker::Worker;
 use anyhow::anyhow;
 
@@ -200,6 +200,7 @@ impl Worker {
         let fields = match settle(self.config_at(t, &base).await)? {
             Err(why) => self.unjudged(head, &why),
             Ok(config) => {
+                let read = HeadRead::new(self)?;
                 let judged = self
                     .evaluate_at(
                         t,
@@ -214,6 +215,7 @@ impl Worker {
                         workflow_path,
                         config,
                         None,
+                        &read,
                     )
                     .await;
                 match settle(judged)? {

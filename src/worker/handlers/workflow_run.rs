@@ -10,7 +10,7 @@ use crate::github::{CommitSha, GithubError, PullNumber, PullRequest};
 use crate::store::EvidenceRun;
 use crate::worker::dispatch::Target;
 use crate::worker::failure::{store_err, Failure};
-use crate::worker::judge::{settle, Judged, PatchOf, PrRef, RunRef, MERGE_GROUP};
+use crate::worker::judge::{settle, HeadRead, Judged, PatchOf, PrRef, RunRef, MERGE_GROUP};
 use crate::worker::Worker;
 use std::collections::BTreeSet;
 
@@ -69,16 +69,20 @@ impl Worker {
         let run_id = run.id;
         let mut judged = Vec::new();
         let n = prs.len();
+        // The artifact is downloaded, extracted and parsed once for all of them.
+        let read = HeadRead::new(self)?;
         for (i, pr) in prs.into_iter().enumerate() {
             let run = RunRef {
                 record: run.record && i + 1 == n,
                 ..run
             };
-            match self.judge_pr(t, head, &pr, run, workflow_path).await? {
+            match self.judge_pr(t, head, &pr, run, workflow_path, &read).await? {
                 Judged::NotEvidence => {}
                 j => judged.push((pr, j)),
             }
         }
+        tracing::info!(run_id, pull_requests = n, parses = read.parses(), "head judged");
+        drop(read);
         if judged.is_empty() {
             return Ok(());
         }
@@ -174,6 +178,7 @@ impl Worker {
         pr: &PrRef,
         run: RunRef,
         workflow_path: &str,
+        read: &HeadRead,
     ) -> Result<Judged, Failure> {
         let base = CommitSha::from(pr.base_sha.as_str());
         let config = match settle(self.config_at(t, &base).await)? {
@@ -183,8 +188,18 @@ impl Worker {
         let patch_of = PatchOf::Pull(PullNumber(pr.number));
         Ok(
             match settle(
-                self.evaluate_at(t, head, &pr.base_sha, patch_of, run, workflow_path, config, Some(pr))
-                    .await,
+                self.evaluate_at(
+                    t,
+                    head,
+                    &pr.base_sha,
+                    patch_of,
+                    run,
+                    workflow_path,
+                    config,
+                    Some(pr),
+                    read,
+                )
+                .await,
             )? {
                 Ok(Some((report, config))) => {
                     tracing::info!(verdict = %report.verdict, pull_request = pr.number, "evaluated");
