@@ -104,6 +104,11 @@ pub struct WorkflowRun {
     /// evidence for the merge group at its head, never for a pull request.
     #[serde(default)]
     pub event: Option<String>,
+    /// How the run ended (`success`, `failure`, `cancelled`, `timed_out`…): only a run that
+    /// completed (its tests passed or failed) is evidence; one cut short may have left a
+    /// partial artifact.
+    #[serde(default)]
+    pub conclusion: Option<String>,
 }
 
 /// `merge_group` checks_requested or destroyed: a merge queue's group, whose head commit

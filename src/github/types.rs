@@ -161,6 +161,8 @@ pub struct WorkflowRunListed {
     pub path: Option<String>,
     #[serde(default)]
     pub status: Option<String>,
+    #[serde(default)]
+    pub conclusion: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

@@ -50,6 +50,7 @@ const KEPT: Keep = Only(&[
             ("id", All),
             ("head_sha", All),
             ("run_attempt", All),
+            ("conclusion", All),
             ("path", All),
             ("event", All),
             (

@@ -283,14 +283,15 @@ macro_rules! common_store_methods {
         }
 
         pub(super) async fn evidence_run(&self, repo: &str, head_sha: &str) -> anyhow::Result<Option<EvidenceRun>> {
-            let row: Option<(i64, String)> = sqlx::query_as::<Db, _>(sql::EVIDENCE_RUN)
+            let row: Option<(i64, String, Option<String>)> = sqlx::query_as::<Db, _>(sql::EVIDENCE_RUN)
                 .bind(repo)
                 .bind(head_sha)
                 .fetch_optional(&self.pool)
                 .await?;
-            Ok(row.map(|(id, workflow_path)| EvidenceRun {
+            Ok(row.map(|(id, workflow_path, cut_short)| EvidenceRun {
                 run_id: id as u64,
                 workflow_path,
+                cut_short,
             }))
         }
 
@@ -305,6 +306,7 @@ macro_rules! common_store_methods {
                 .bind(head_sha)
                 .bind(run.run_id as i64)
                 .bind(&run.workflow_path)
+                .bind(&run.cut_short)
                 .execute(&self.pool)
                 .await?;
             Ok(())

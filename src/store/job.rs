@@ -192,6 +192,9 @@ pub struct PrVerdict {
 pub struct EvidenceRun {
     pub run_id: u64,
     pub workflow_path: String,
+    /// How the run ended when it did not complete (`cancelled`, `timed_out`…): its evidence
+    /// may be partial and is never judged.
+    pub cut_short: Option<String>,
 }
 
 pub(crate) fn millis(t: DateTime<Utc>) -> i64 {
@@ -316,10 +319,12 @@ pub(crate) mod sql {
                                       excluded.base_ref, verdict = excluded.verdict, conclusion = \
                                       excluded.conclusion, title = excluded.title";
     pub const REMOVE_PR_VERDICT: &str = "DELETE FROM pr_verdicts WHERE repo = $1 AND head_sha = $2 AND pr = $3";
-    pub const EVIDENCE_RUN: &str = "SELECT run_id, workflow_path FROM evidence_runs WHERE repo = $1 AND head_sha = $2";
-    pub const SET_EVIDENCE_RUN: &str = "INSERT INTO evidence_runs (repo, head_sha, run_id, workflow_path) VALUES ($1, \
-                                        $2, $3, $4) ON CONFLICT (repo, head_sha) DO UPDATE SET run_id = \
-                                        excluded.run_id, workflow_path = excluded.workflow_path";
+    pub const EVIDENCE_RUN: &str =
+        "SELECT run_id, workflow_path, cut_short FROM evidence_runs WHERE repo = $1 AND head_sha = $2";
+    pub const SET_EVIDENCE_RUN: &str = "INSERT INTO evidence_runs (repo, head_sha, run_id, workflow_path, cut_short) \
+                                        VALUES ($1, $2, $3, $4, $5) ON CONFLICT (repo, head_sha) DO UPDATE SET run_id = \
+                                        excluded.run_id, workflow_path = excluded.workflow_path, cut_short = \
+                                        excluded.cut_short";
     /// Jobs not done by state, for `/metrics`: `queued` (with how many of them failed an attempt
     /// before) and the rest. Done and superseded jobs, nearly all of the table, are not
     /// visited: the `jobs_due` index starts with the state.

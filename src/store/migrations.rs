@@ -46,6 +46,8 @@ CREATE TABLE comments (
     EXPIRY_ISSUES,
     // 8: the flake history (per repository id: per-day counts, per-sha counts, failures in detail).
     HISTORY_SQLITE,
+    // 9: an evidence run that was cancelled, timed out… is remembered as such (re-evaluation too).
+    EVIDENCE_RUN_CUT_SHORT,
 ];
 
 /// The latest delivery of an event for a head (`Store::latest_delivery`); same on both backends.
@@ -120,7 +122,13 @@ CREATE TABLE comments (
     EXPIRY_ISSUES,
     // 8
     HISTORY_POSTGRES,
+    // 9
+    EVIDENCE_RUN_CUT_SHORT,
 ];
+
+/// How the evidence run ended when it did not complete (`cancelled`, `timed_out`…; NULL for a
+/// run that completed): a re-evaluation of its head judges it as the first judgement did.
+const EVIDENCE_RUN_CUT_SHORT: &str = "ALTER TABLE evidence_runs ADD COLUMN cut_short TEXT";
 
 /// The flake history, keyed by repository id (a rename keeps it; a new repository under an old
 /// name does not inherit it). Failures are rare, so they are kept in detail (`history_failures`,

@@ -43,9 +43,35 @@ pub(super) struct RunRef {
     pub(super) id: u64,
     pub(super) attempt: Option<u32>,
     pub(super) record: bool,
+    /// How the run ended when it did not complete ([`RunRef::cut_short`]).
+    pub(super) cut_short: Option<&'static str>,
 }
 
 impl RunRef {
+    /// A workflow run's conclusion when it says the run did not complete: the tests passing
+    /// (`success`) or failing (`failure`) is a completed run; `cancelled`, `timed_out` and the
+    /// rest may have left a partial artifact, which is never judged. No conclusion (a payload
+    /// stored before conclusions were kept) is judged as before.
+    pub(super) fn cut_short(conclusion: Option<&str>) -> Option<&'static str> {
+        const CUT_SHORT: [&str; 6] = [
+            "cancelled",
+            "timed_out",
+            "startup_failure",
+            "action_required",
+            "stale",
+            "skipped",
+        ];
+        match conclusion? {
+            "success" | "failure" => None,
+            c => Some(
+                CUT_SHORT
+                    .into_iter()
+                    .find(|k| *k == c)
+                    .unwrap_or("an unknown conclusion"),
+            ),
+        }
+    }
+
     pub(super) fn key(id: u64, attempt: u32) -> String {
         format!("run:{id}:{attempt}")
     }
@@ -324,6 +350,12 @@ impl Worker {
         if artifact.expired {
             return Err(user(format!(
                 "the artifact `{name}` of workflow run {run_id} has expired; re-run the workflow"
+            )));
+        }
+        if let Some(how) = run.cut_short {
+            return Err(user(format!(
+                "workflow run {run_id} ({workflow_path}) ended `{how}` before it completed: its evidence may be \
+                 partial and is not judged; re-run the workflow"
             )));
         }
 

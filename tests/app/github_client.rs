@@ -550,3 +550,43 @@ async fn strict_teardown_fails_on_an_unauthenticated_or_invalid_request() {
     assert_eq!(r.status(), 422);
     fake.verify().await;
 }
+
+/// An API answer that redirects to another host is never followed: the installation token goes
+/// to the API's host only (the artifact download alone follows its one redirect, without the
+/// token: `artifact_redirect_download_and_extraction`). The call fails instead; nothing reaches
+/// the other host.
+#[tokio::test]
+async fn api_redirects_are_not_followed_with_the_token() {
+    let fake = FakeGithub::start().await;
+    let elsewhere = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::any())
+        .respond_with(ResponseTemplate::new(200).set_body_json(example("pull-request")))
+        .mount(&elsewhere)
+        .await;
+    let away = format!("{}/stolen", elsewhere.uri());
+    for (status, path) in [
+        (301, "/repos/octo-org/octo-repo/pulls/1347"),
+        (302, "/repos/octo-org/octo-repo/contents/src/app.py"),
+        (307, "/repos/octo-org/octo-repo/actions/runs/30433642/artifacts"),
+        (308, "/repos/octo-org/octo-repo/pulls/1348"),
+    ] {
+        let away = away.clone();
+        fake.mock("GET", path, 1.., move |_| {
+            ResponseTemplate::new(status).insert_header("location", away.as_str())
+        })
+        .await;
+    }
+    let gh = client(&fake);
+    let sha = CommitSha::from(SHA);
+    let results = [
+        gh.pull_request(&repo(), PullNumber(1347)).await.map(|_| ()),
+        gh.file_at(&repo(), "src/app.py", &sha).await.map(|_| ()),
+        gh.run_artifacts(&repo(), 30433642).await.map(|_| ()),
+        gh.pull_diff(&repo(), PullNumber(1348)).await.map(|_| ()),
+    ];
+    for r in &results {
+        assert!(r.is_err(), "a redirect was taken for an answer: {results:?}");
+    }
+    let seen = elsewhere.received_requests().await.unwrap_or_default();
+    assert!(seen.is_empty(), "a redirect was followed: {seen:#?}");
+}

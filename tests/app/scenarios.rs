@@ -296,6 +296,47 @@ async fn expired_artifact_completes_inconclusive_asking_for_a_rerun() {
     finish(app).await;
 }
 
+/// A run cut short (cancelled, timed out…) may have uploaded a partial artifact: it is never
+/// judged, a re-evaluation of its head says the same, and the next complete run is judged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_evidence_run_cut_short_is_never_judged() {
+    let (app, repo) = start().await;
+    let c = case("all_stable");
+    stage_case(&repo, 3, &c, 1);
+    for (run_id, how) in [(1, "cancelled"), (2, "timed_out")] {
+        repo.add_workflow_run(run_id, ARTIFACT, ArtifactState::Zip(c.evidence_zip(true)));
+        let mut p = workflow_run_completed(run_id, &c.head_sha, WORKFLOW, &[(3, &c.base_sha)]);
+        p["workflow_run"]["conclusion"] = serde_json::json!(how);
+        app.deliver("workflow_run", &p).await;
+        assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
+        assert_inconclusive_saying(&the_check(&repo, &c.head_sha), &[how, "partial", "re-run"]);
+    }
+    assert_eq!(
+        repo.calls("GET", op::ARTIFACT_ZIP),
+        0,
+        "a partial artifact is not even downloaded"
+    );
+    // Re-evaluate judges the run known for the head: still the one cut short.
+    app.deliver(
+        "check_run",
+        &check_run_event("requested_action", &c.head_sha, Some("reevaluate")),
+    )
+    .await;
+    assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
+    assert_inconclusive_saying(&the_check(&repo, &c.head_sha), &["timed_out", "partial"]);
+    assert_eq!(repo.calls("GET", op::ARTIFACT_ZIP), 0);
+    // A run that completed is judged.
+    repo.add_workflow_run(3, ARTIFACT, ArtifactState::Zip(c.evidence_zip(true)));
+    app.deliver(
+        "workflow_run",
+        &workflow_run_completed(3, &c.head_sha, WORKFLOW, &[(3, &c.base_sha)]),
+    )
+    .await;
+    assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
+    assert_verdict(&the_check(&repo, &c.head_sha), "PASS", "success");
+    finish(app).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_artifact_waits_for_evidence_or_fails_the_named_workflow() {
     let (app, repo) = start().await;

@@ -816,6 +816,7 @@ async fn evidence_runs(db: &Db) {
     let run = |id: u64| EvidenceRun {
         run_id: id,
         workflow_path: ".github/workflows/flakegate-evidence.yml".to_owned(),
+        cut_short: None,
     };
     s.set_evidence_run("octo/repo", "h", &run(1)).await.unwrap();
     s.set_evidence_run("octo/repo", "h2", &run(7)).await.unwrap();
@@ -825,6 +826,15 @@ async fn evidence_runs(db: &Db) {
     assert_eq!(s.evidence_run("octo/repo", "h").await.unwrap(), Some(run(2)));
     assert_eq!(s.evidence_run("octo/repo", "h2").await.unwrap(), Some(run(7)));
     assert_eq!(s.evidence_run("octo/other", "h").await.unwrap(), None);
+    // A run that was cut short is remembered as such.
+    let cancelled = EvidenceRun {
+        cut_short: Some("cancelled".to_owned()),
+        ..run(3)
+    };
+    s.set_evidence_run("octo/repo", "h", &cancelled).await.unwrap();
+    assert_eq!(s.evidence_run("octo/repo", "h").await.unwrap(), Some(cancelled));
+    s.set_evidence_run("octo/repo", "h", &run(4)).await.unwrap();
+    assert_eq!(s.evidence_run("octo/repo", "h").await.unwrap(), Some(run(4)));
 }
 
 /// The `/metrics` job gauges: the four unfinished states, disjoint; done and superseded jobs

@@ -33,6 +33,7 @@ impl Worker {
                         id: run.run_id,
                         attempt: None,
                         record: false,
+                        cut_short: RunRef::cut_short(run.cut_short.as_deref()),
                     },
                     &run.workflow_path,
                     &[],

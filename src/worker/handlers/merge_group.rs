@@ -126,7 +126,8 @@ impl Worker {
             if !(completed && from_queue && workflow) {
                 continue;
             }
-            if let GroupJudged::Published = self.judge_merge_group(t, group, run.id, path).await? {
+            let cut_short = RunRef::cut_short(run.conclusion.as_deref());
+            if let GroupJudged::Published = self.judge_merge_group(t, group, run.id, path, cut_short).await? {
                 return Ok(true);
             }
         }
@@ -144,7 +145,8 @@ impl Worker {
             tracing::info!(run_id = run.id, "no merge group is known at this run's head; ignored");
             return Ok(());
         };
-        self.judge_merge_group(t, &group, run.id, run.path.as_deref().unwrap_or(""))
+        let cut_short = RunRef::cut_short(run.conclusion.as_deref());
+        self.judge_merge_group(t, &group, run.id, run.path.as_deref().unwrap_or(""), cut_short)
             .await
             .map(drop)
     }
@@ -159,7 +161,13 @@ impl Worker {
         let head = group.head_sha.as_str();
         if let Some(run) = self.store.evidence_run(&repo, head).await.map_err(store_err)? {
             return self
-                .judge_merge_group(t, group, run.run_id, &run.workflow_path)
+                .judge_merge_group(
+                    t,
+                    group,
+                    run.run_id,
+                    &run.workflow_path,
+                    RunRef::cut_short(run.cut_short.as_deref()),
+                )
                 .await
                 .map(drop);
         }
@@ -184,6 +192,7 @@ impl Worker {
         group: &MergeGroup,
         run_id: u64,
         workflow_path: &str,
+        cut_short: Option<&'static str>,
     ) -> Result<GroupJudged, Failure> {
         let head = group.head_sha.as_str();
         if self.merge_group_destroyed_at(t, head).await? {
@@ -196,6 +205,7 @@ impl Worker {
         let evidence_run = EvidenceRun {
             run_id,
             workflow_path: workflow_path.to_owned(),
+            cut_short: cut_short.map(str::to_owned),
         };
         let fields = match settle(self.config_at(t, &base).await)? {
             Err(why) => self.unjudged(head, &why),
@@ -211,6 +221,7 @@ impl Worker {
                             id: run_id,
                             attempt: None,
                             record: false,
+                            cut_short,
                         },
                         workflow_path,
                         config,

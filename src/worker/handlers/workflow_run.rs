@@ -39,6 +39,7 @@ impl Worker {
             id: run.id,
             attempt: Some(run.run_attempt.unwrap_or(1)),
             record: true,
+            cut_short: RunRef::cut_short(run.conclusion.as_deref()),
         };
         self.judge_head(t, head, run_ref, run.path.as_deref().unwrap_or(""), &listed, ask_commit)
             .await
@@ -66,7 +67,7 @@ impl Worker {
             );
             return Ok(());
         }
-        let run_id = run.id;
+        let (run_id, cut_short) = (run.id, run.cut_short);
         let mut judged = Vec::new();
         let n = prs.len();
         // The artifact is downloaded, extracted and parsed once for all of them.
@@ -95,6 +96,7 @@ impl Worker {
             let run = EvidenceRun {
                 run_id,
                 workflow_path: workflow_path.to_owned(),
+                cut_short: cut_short.map(str::to_owned),
             };
             self.store
                 .set_evidence_run(&repo, head, &run)
