@@ -282,6 +282,30 @@ macro_rules! common_store_methods {
             Ok(())
         }
 
+        pub(super) async fn claim_repository_name(&self, repo: &str, repo_id: i64) -> anyhow::Result<bool> {
+            let mut tx = self.pool.begin().await?;
+            let known: Option<(i64,)> = sqlx::query_as::<Db, _>(sql::REPOSITORY_ID)
+                .bind(repo)
+                .fetch_optional(&mut *tx)
+                .await?;
+            if known == Some((repo_id,)) {
+                return Ok(false);
+            }
+            let another = known.is_some();
+            if another {
+                for statement in sql::FORGET_REPOSITORY {
+                    sqlx::query::<Db>(statement).bind(repo).execute(&mut *tx).await?;
+                }
+            }
+            sqlx::query::<Db>(sql::SET_REPOSITORY_ID)
+                .bind(repo)
+                .bind(repo_id)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(another)
+        }
+
         pub(super) async fn evidence_run(&self, repo: &str, head_sha: &str) -> anyhow::Result<Option<EvidenceRun>> {
             let row: Option<(i64, String, Option<String>)> = sqlx::query_as::<Db, _>(sql::EVIDENCE_RUN)
                 .bind(repo)

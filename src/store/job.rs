@@ -319,6 +319,20 @@ pub(crate) mod sql {
                                       excluded.base_ref, verdict = excluded.verdict, conclusion = \
                                       excluded.conclusion, title = excluded.title";
     pub const REMOVE_PR_VERDICT: &str = "DELETE FROM pr_verdicts WHERE repo = $1 AND head_sha = $2 AND pr = $3";
+    pub const REPOSITORY_ID: &str = "SELECT repo_id FROM repository_ids WHERE repo = $1";
+    pub const SET_REPOSITORY_ID: &str = "INSERT INTO repository_ids (repo, repo_id) VALUES ($1, $2) ON CONFLICT \
+                                         (repo) DO UPDATE SET repo_id = excluded.repo_id";
+    /// What is kept under a repository's name about its check runs, comments and pull requests.
+    pub const FORGET_REPOSITORY: [&str; 8] = [
+        "DELETE FROM check_runs WHERE repo = $1",
+        "DELETE FROM comments WHERE repo = $1",
+        "DELETE FROM published_annotations WHERE repo = $1",
+        "DELETE FROM pr_verdicts WHERE repo = $1",
+        "DELETE FROM evidence_runs WHERE repo = $1",
+        "DELETE FROM publications WHERE repo = $1",
+        "DELETE FROM expiry_issues WHERE repo = $1",
+        "DELETE FROM pr_heads WHERE repo = $1",
+    ];
     pub const EVIDENCE_RUN: &str =
         "SELECT run_id, workflow_path, cut_short FROM evidence_runs WHERE repo = $1 AND head_sha = $2";
     pub const SET_EVIDENCE_RUN: &str = "INSERT INTO evidence_runs (repo, head_sha, run_id, workflow_path, cut_short) \

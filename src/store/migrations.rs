@@ -48,6 +48,8 @@ CREATE TABLE comments (
     HISTORY_SQLITE,
     // 9: an evidence run that was cancelled, timed out… is remembered as such (re-evaluation too).
     EVIDENCE_RUN_CUT_SHORT,
+    // 10: which repository id the state kept under a repository's name belongs to.
+    REPOSITORY_IDS,
 ];
 
 /// The latest delivery of an event for a head (`Store::latest_delivery`); same on both backends.
@@ -124,7 +126,12 @@ CREATE TABLE comments (
     HISTORY_POSTGRES,
     // 9
     EVIDENCE_RUN_CUT_SHORT,
+    // 10
+    REPOSITORY_IDS,
 ];
+
+/// The repository id whose state is kept under each repository name (`Store::claim_repository_name`).
+const REPOSITORY_IDS: &str = "CREATE TABLE repository_ids (repo TEXT PRIMARY KEY, repo_id BIGINT NOT NULL)";
 
 /// How the evidence run ended when it did not complete (`cancelled`, `timed_out`…; NULL for a
 /// run that completed): a re-evaluation of its head judges it as the first judgement did.

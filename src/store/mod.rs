@@ -309,6 +309,14 @@ impl Store {
         dispatch!(self, s => s.remove_pr_verdict(repo, head_sha, pr).await)
     }
 
+    /// The state kept under the repository name `repo` (check runs, comments, verdicts, the
+    /// evidence runs, the expired-freezes issue) is repository `repo_id`'s from now on: when it
+    /// was another repository's — renamed or transferred away, deleted, its name taken by a new
+    /// one — that state is forgotten (`true`), never used for this repository.
+    pub async fn claim_repository_name(&self, repo: &str, repo_id: i64) -> anyhow::Result<bool> {
+        dispatch!(self, s => s.claim_repository_name(repo, repo_id).await)
+    }
+
     /// The evidence workflow's run last judged for `head_sha`.
     pub async fn evidence_run(&self, repo: &str, head_sha: &str) -> anyhow::Result<Option<EvidenceRun>> {
         dispatch!(self, s => s.evidence_run(repo, head_sha).await)

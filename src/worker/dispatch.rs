@@ -125,6 +125,14 @@ impl Worker {
                 .ok_or_else(|| internal(anyhow!("the job names no repository")))?,
         };
         let t = self.target(envelope)?;
+        // State is kept by repository name: a name another repository had (renamed away,
+        // transferred, deleted and taken again) starts afresh, never with the other's.
+        if let Some(id) = t.repo_id.and_then(|id| i64::try_from(id).ok()) {
+            let repo = t.repo.to_string();
+            if self.store.claim_repository_name(&repo, id).await.map_err(store_err)? {
+                tracing::warn!(%repo, repo_id = id, "this name was another repository's: its state here is forgotten");
+            }
+        }
         match work {
             Work::Sweep(_) => Ok(()),
             Work::Event(Event::Push(ref p)) => {

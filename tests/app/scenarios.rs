@@ -1085,6 +1085,38 @@ async fn thirty_pull_requests_on_one_head_read_its_artifact_once() {
     finish(app).await;
 }
 
+/// State is kept by repository name, and belongs to the repository id that left it: a new
+/// repository under a name another had (the commits pushed again) is never taken for the old
+/// one — its pull request gets a check run of its own, not "already exists".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_repository_under_an_old_name_does_not_inherit_its_state() {
+    let (app, repo) = start().await;
+    let c = case("all_stable");
+    stage_case(&repo, 3, &c, 1);
+    app.deliver(
+        "pull_request",
+        &pull_request_event("opened", 3, &c.base_sha, &c.head_sha),
+    )
+    .await;
+    assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
+    assert_eq!(repo.check_runs_for(&c.head_sha).len(), 1);
+
+    // The repository is deleted and a new one made under its name, with the same commits.
+    repo.forget_check_runs();
+    let mut opened = pull_request_event("opened", 3, &c.base_sha, &c.head_sha);
+    opened["repository"]["id"] = serde_json::json!(crate::support::app_harness::REPO_ID + 1);
+    app.deliver("pull_request", &opened).await;
+    assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
+    let runs = repo.check_runs_for(&c.head_sha);
+    assert_eq!(
+        runs.len(),
+        1,
+        "the new repository's pull request has its check run: {runs:#?}"
+    );
+    assert_eq!(runs[0].status, "queued");
+    finish(app).await;
+}
+
 // ---- k. shutdown releases the job in hand --------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

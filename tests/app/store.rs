@@ -835,6 +835,16 @@ async fn evidence_runs(db: &Db) {
     assert_eq!(s.evidence_run("octo/repo", "h").await.unwrap(), Some(cancelled));
     s.set_evidence_run("octo/repo", "h", &run(4)).await.unwrap();
     assert_eq!(s.evidence_run("octo/repo", "h").await.unwrap(), Some(run(4)));
+
+    // What is kept under a name belongs to the repository id that claimed it: the same id keeps
+    // it; another id under the name (a new repository) starts afresh.
+    assert!(!s.claim_repository_name("octo/repo", 41).await.unwrap());
+    assert!(!s.claim_repository_name("octo/repo", 41).await.unwrap());
+    assert_eq!(s.evidence_run("octo/repo", "h").await.unwrap(), Some(run(4)));
+    assert!(s.claim_repository_name("octo/repo", 42).await.unwrap());
+    assert_eq!(s.evidence_run("octo/repo", "h").await.unwrap(), None);
+    assert_eq!(s.evidence_run("octo/repo", "h2").await.unwrap(), None);
+    assert!(!s.claim_repository_name("octo/repo", 42).await.unwrap());
 }
 
 /// The `/metrics` job gauges: the four unfinished states, disjoint; done and superseded jobs

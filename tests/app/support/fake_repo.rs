@@ -453,6 +453,12 @@ impl FakeRepo {
 
     // ---- what the App did ---------------------------------------------------------------
 
+    /// GitHub forgets every check run (the repository was deleted and its name taken by a new
+    /// one with the same commits).
+    pub fn forget_check_runs(&self) {
+        self.st().check_runs.clear();
+    }
+
     /// Every check run, in creation order.
     pub fn check_runs(&self) -> Vec<CheckRunState> {
         self.st().check_runs.clone()
