@@ -60,7 +60,7 @@ pub struct CheckArgs {
 }
 
 /// `flakegate check`: returns the exit status (0 PASS / PASS_WITH_CAVEAT, 1 FAIL / INCONCLUSIVE).
-pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
+pub fn run(args: CheckArgs, color: super::ColorWhen) -> anyhow::Result<i32> {
     let (report, recorded) = judge(&args)?;
     for line in recorded {
         eprintln!("flakegate: flake history: {line}");
@@ -71,7 +71,10 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
     } else {
         Format::Json
     });
-    let out = record::render(&report, format, args.templates.as_deref())?;
+    let out = match format {
+        Format::Text => crate::present::terminal::text_with(&report, color.colours(std::io::stdout().is_terminal())),
+        _ => record::render(&report, format, args.templates.as_deref())?,
+    };
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(out.as_bytes()).ok();
     stdout.flush().ok();

@@ -20,15 +20,44 @@ use clap::{Parser, Subcommand};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+/// The version `--version` prints: the package's, and the commit it was built from (`build.rs`).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("FLAKEGATE_GIT_COMMIT"), ")");
+
 #[derive(Debug, Parser)]
 #[command(
     name = "flakegate",
-    version,
+    version = VERSION,
     about = "Gate pull requests on evidence: frozen and unstable tests are not witnesses"
 )]
 pub struct Cli {
+    /// Colour in text output: `auto` colours a terminal unless `NO_COLOR` is set (to anything
+    /// but empty) or `TERM` is `dumb`.
+    #[arg(long, global = true, value_enum, default_value_t = ColorWhen::Auto)]
+    pub color: ColorWhen,
     #[command(subcommand)]
     pub command: Cmd,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorWhen {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorWhen {
+    /// Whether to colour output going to a terminal (`is_terminal`) in this environment.
+    fn colours(self, is_terminal: bool) -> bool {
+        match self {
+            ColorWhen::Always => true,
+            ColorWhen::Never => false,
+            ColorWhen::Auto => {
+                let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+                let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+                is_terminal && !no_color && !dumb
+            }
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -48,18 +77,60 @@ pub enum Cmd {
     /// Create the GitHub App with GitHub's manifest flow, from a page served on 127.0.0.1, and
     /// write its id, private key and webhook secret to an env file (or print `fly secrets set`).
     Setup(setup::SetupArgs),
+    /// Print a completion script for SHELL (e.g. `flakegate completions bash > /etc/bash_completion.d/flakegate`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page flakegate(1) in roff; with --dir, write it and one page per
+    /// subcommand (flakegate-check(1), …) into DIR.
+    Man {
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 /// Run the command line; returns the exit status.
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
-        Cmd::Check(args) => check::run(args),
+        Cmd::Check(args) => check::run(args, cli.color),
         Cmd::History(cmd) => history::run(cmd),
         Cmd::Ledger(cmd) => ledger::run(cmd),
         Cmd::Probe(args) => probe::run(args),
         Cmd::Serve => serve::run(),
         Cmd::Setup(args) => setup::run(args),
+        Cmd::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "flakegate", &mut std::io::stdout());
+            Ok(0)
+        }
+        Cmd::Man { dir } => man(dir.as_deref()),
     }
+}
+
+/// `flakegate man`: flakegate(1) on stdout, or every page into `dir`.
+fn man(dir: Option<&Path>) -> anyhow::Result<i32> {
+    let cmd = <Cli as clap::CommandFactory>::command();
+    let Some(dir) = dir else {
+        clap_mangen::Man::new(cmd).render(&mut std::io::stdout().lock())?;
+        return Ok(0);
+    };
+    std::fs::create_dir_all(dir).map_err(|e| unusable(format!("{}: cannot create: {e}", dir.display())))?;
+    let mut pages = vec![("flakegate".to_owned(), cmd.clone())];
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+        // A page's title is its command's name: `flakegate-check`, as `man flakegate-check` finds it.
+        let name = format!("flakegate-{}", sub.get_name());
+        let titled = sub.clone().name(name.clone());
+        pages.push((name, titled));
+    }
+    for (name, page) in pages {
+        let mut bytes = Vec::new();
+        clap_mangen::Man::new(page).render(&mut bytes)?;
+        let path = dir.join(format!("{name}.1"));
+        write_atomic(&path, &bytes).map_err(|e| unusable(format!("{}: cannot write: {e}", path.display())))?;
+        println!("{}", path.display());
+    }
+    Ok(0)
 }
 
 /// Today's UTC date, unless a command's `--today` says otherwise.

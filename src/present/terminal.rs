@@ -11,8 +11,14 @@ use std::fmt::Write as _;
 
 /// The text report for a terminal.
 pub fn text(r: &Report) -> String {
+    text_with(r, false)
+}
+
+/// The text report, the verdicts coloured when `color` (green PASS, yellow PASS_WITH_CAVEAT,
+/// red INCONCLUSIVE and FAIL).
+pub fn text_with(r: &Report, color: bool) -> String {
     let mut s = String::new();
-    verdict(&mut s, r);
+    verdict(&mut s, r, color);
     let _ = writeln!(s, "\nfiles:");
     for f in &r.files {
         file(&mut s, f);
@@ -27,10 +33,30 @@ pub fn text(r: &Report) -> String {
     s
 }
 
+/// `text` (padded to `width` first) in the verdict's colour when `color`.
+fn paint(text: &str, v: crate::gate::report::Verdict, color: bool, width: usize) -> String {
+    use anstyle::{AnsiColor, Style};
+    let padding = " ".repeat(width.saturating_sub(text.chars().count()));
+    if !color {
+        return format!("{text}{padding}");
+    }
+    let hue = match v {
+        crate::gate::report::Verdict::Pass => AnsiColor::Green,
+        crate::gate::report::Verdict::PassWithCaveat => AnsiColor::Yellow,
+        crate::gate::report::Verdict::Inconclusive | crate::gate::report::Verdict::Fail => AnsiColor::Red,
+    };
+    let style = Style::new().fg_color(Some(hue.into())).bold();
+    format!("{}{text}{}{padding}", style.render(), style.render_reset())
+}
+
 /// The verdict, the first reason beside it, and every reason.
-fn verdict(s: &mut String, r: &Report) {
+fn verdict(s: &mut String, r: &Report, color: bool) {
     let first = ol(r.reasons.first().map(|x| x.message.as_str()).unwrap_or(""));
-    let _ = writeln!(s, "flakegate: {} — {first}", r.verdict);
+    let _ = writeln!(
+        s,
+        "flakegate: {} — {first}",
+        paint(&r.verdict.to_string(), r.verdict, color, 0)
+    );
     if r.verdict.blocks() {
         let _ = writeln!(s, "This blocks merge.");
     }
@@ -43,9 +69,9 @@ fn verdict(s: &mut String, r: &Report) {
         };
         let _ = writeln!(
             s,
-            "  {:<22} {:<16} {}",
+            "  {:<22} {} {}",
             reason.code.as_str(),
-            verdict,
+            paint(&verdict, reason.verdict, color, 16),
             ol(&reason.message)
         );
     }

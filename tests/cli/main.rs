@@ -4,6 +4,7 @@
 
 mod bad_input;
 mod check;
+mod conventions;
 mod corpus;
 #[path = "../common/coverage_oracle.rs"]
 mod coverage_oracle;
