@@ -246,14 +246,22 @@ impl<'a> Decision<'a> {
         if !failing_stable.is_empty() {
             let n = failing_stable.len();
             let list = short_list(&failing_stable, 5);
-            self.reasons.push(
-                Reason::new(
-                    ReasonCode::Failed,
-                    format!(
-                        "{n} stable test{} failed on head: {list}. Fix the code, not the test.",
-                        plural(n)
-                    ),
+            // Without a base probe nothing measured these tests' stability: say so, never "stable".
+            let message = if ev.probe.is_some() {
+                format!(
+                    "{n} stable test{} failed on head: {list}. Fix the code, not the test.",
+                    plural(n)
                 )
+            } else {
+                format!(
+                    "{n} test{} failed on head: {list}. No base probe was given, so whether {} fail{} on base too was not measured; fix the code, not the test.",
+                    plural(n),
+                    if n == 1 { "it" } else { "they" },
+                    if n == 1 { "s" } else { "" }
+                )
+            };
+            self.reasons.push(
+                Reason::new(ReasonCode::Failed, message)
                 .at(locs)
                 .tests(failing_stable),
             );
@@ -388,10 +396,22 @@ impl<'a> Decision<'a> {
                 line: e.line,
             });
             if waived {
-                self.notes.push(format!(
-                    "the freeze of {} expired on {}, but this evidence's probe shows it stable: prune the entry",
-                    e.test, e.expires
-                ));
+                let broken = self.ev.probe.as_ref().is_some_and(|p| {
+                    p.tests
+                        .iter()
+                        .any(|(t, c)| t.is_under(&e.test) && c.stability() == Stability::BrokenOnBase)
+                });
+                self.notes.push(if broken {
+                    format!(
+                        "the freeze of {} expired on {}; this evidence's probe shows it failing every run on base (not flaky, broken): fix the test, then remove the entry",
+                        e.test, e.expires
+                    )
+                } else {
+                    format!(
+                        "the freeze of {} expired on {}, but this evidence's probe shows it stable: prune the entry",
+                        e.test, e.expires
+                    )
+                });
                 continue;
             }
             self.reasons.push(

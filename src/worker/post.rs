@@ -141,7 +141,7 @@ impl Worker {
             _ => shown,
         };
         let fields = with_table(fields, &rows, decisive.pr);
-        let run = self.upsert_check(t, head, &fields).await?;
+        let (run, link) = self.upsert_check_linked(t, head, &fields).await?;
         tracing::info!(
             check_run = run,
             conclusion = fields.conclusion.map_or("", |c| c.as_str()),
@@ -151,7 +151,8 @@ impl Worker {
         );
         for (pr, j) in judged {
             if let Judged::Report(report, config) = j {
-                self.publish_comment(t, PullNumber(pr.number), report, config).await?;
+                self.publish_comment(t, PullNumber(pr.number), report, config, link.as_deref())
+                    .await?;
             }
         }
         Ok(())
@@ -168,6 +169,17 @@ impl Worker {
         head: &CommitSha,
         fields: &CheckRunFields,
     ) -> Result<u64, Failure> {
+        self.upsert_check_linked(t, head, fields).await.map(|(id, _)| id)
+    }
+
+    /// [`Self::upsert_check`], also returning the check run's web address when GitHub just
+    /// gave it (not when this job had already sent the same and nothing was sent again).
+    async fn upsert_check_linked(
+        &self,
+        t: &Target,
+        head: &CommitSha,
+        fields: &CheckRunFields,
+    ) -> Result<(u64, Option<String>), Failure> {
         let repo = t.repo.to_string();
         let digests: Vec<String> = fields
             .output
@@ -185,7 +197,7 @@ impl Worker {
                 // would only notify everyone twice. Another delivery (a re-evaluation asked
                 // for) still updates the check run.
                 tracing::info!(check_run = id, "check run already shows this; not sent again");
-                return Ok(id);
+                return Ok((id, None));
             }
             let sent = self
                 .store
@@ -217,7 +229,7 @@ impl Worker {
                         .set_publication(&repo, &subject, &content)
                         .await
                         .map_err(store_err)?;
-                    return Ok(run.id);
+                    return Ok((run.id, run.html_url));
                 }
                 Err(GithubError::NotFound(_)) => tracing::warn!(check_run = id, "stored check run is gone"),
                 Err(e) => return Err(e.into()),
@@ -232,7 +244,7 @@ impl Worker {
             Some(run) if run.annotations_count() == 0 => {
                 let run = t.client.update_check_run(&t.repo, run.id, fields).await?;
                 self.remember_check(&repo, head, run.id, &digests, &content).await?;
-                Ok(run.id)
+                Ok((run.id, run.html_url))
             }
             _ => self.create_check(t, head, fields, &digests).await,
         }
@@ -244,12 +256,12 @@ impl Worker {
         head: &CommitSha,
         fields: &CheckRunFields,
         digests: &[String],
-    ) -> Result<u64, Failure> {
+    ) -> Result<(u64, Option<String>), Failure> {
         let run = t.client.create_check_run(&t.repo, head, fields).await?;
         let content = self.sent_by_this_job(fields);
         self.remember_check(&t.repo.to_string(), head, run.id, digests, &content)
             .await?;
-        Ok(run.id)
+        Ok((run.id, run.html_url))
     }
 
     /// What the store records as sent to a check run: the job in hand and a digest of
@@ -290,11 +302,12 @@ impl Worker {
         pr: PullNumber,
         report: &Report,
         config: &Config,
+        check_run: Option<&str>,
     ) -> Result<(), Failure> {
         let repo = t.repo.to_string();
         let stored = self.store.comment(&repo, pr.0).await.map_err(store_err)?;
         if let Some(st) = stored {
-            let Some(body) = comment_body(report, config, Some("")) else {
+            let Some(body) = comment_body(report, config, Some(""), check_run) else {
                 return Ok(());
             };
             let sha = sha256_hex(&body);
@@ -311,7 +324,7 @@ impl Worker {
         }
         let found = t.client.find_comment_with_marker(&t.repo, pr, COMMENT_MARKER).await?;
         let previous = found.as_ref().map(|c| c.body.clone().unwrap_or_default());
-        let Some(body) = comment_body(report, config, previous.as_deref()) else {
+        let Some(body) = comment_body(report, config, previous.as_deref(), check_run) else {
             return Ok(());
         };
         let sha = sha256_hex(&body);
