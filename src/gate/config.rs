@@ -20,6 +20,7 @@ pub struct Config {
     /// Owner name as written in the ledger → GitHub handle (`@user`, `@org/team`).
     pub owners: BTreeMap<String, String>,
     /// Which owners the comment and the expired-freezes issue @-mention. Default `blocking`.
+    #[serde(skip_serializing_if = "Mentions::is_default")]
     pub mentions: Mentions,
     /// The flake history's window and recovery rule.
     #[serde(skip_serializing_if = "crate::gate::history::HistoryPolicy::is_default")]
@@ -76,6 +77,12 @@ pub enum Mentions {
     Always,
     /// Nobody: every owner is named without the `@`.
     Never,
+}
+
+impl Mentions {
+    fn is_default(&self) -> bool {
+        *self == Mentions::default()
+    }
 }
 
 /// What the check run's conclusion is for PASS_WITH_CAVEAT.

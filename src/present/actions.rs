@@ -138,18 +138,29 @@ pub(super) fn actions(report: &Report, config: &Config) -> Vec<Action> {
         let one = tests.len() == 1;
         let tests = tests.join(", ");
         let has = |a: &str| o.actions.iter().any(|x| x == a);
-        let what = match (has("fix"), has("re-probe")) {
-            (true, false) if one => format!("fix {tests}, then remove its freeze so it witnesses changes again"),
-            (true, false) => format!("fix {tests}, then remove their freezes so they witness changes again"),
-            (false, true) => format!(
+        let mut parts = Vec::new();
+        match (has("fix"), has("re-probe")) {
+            (true, false) if one => parts.push(format!("fix {tests}, then remove its freeze so it witnesses changes again")),
+            (true, false) => parts.push(format!(
+                "fix {tests}, then remove their freezes so they witness changes again"
+            )),
+            (false, true) => parts.push(format!(
                 "re-probe {tests} on base (`flakegate probe`) and update the ledger with what it shows"
-            ),
-            (true, true) => format!("fix or re-probe {tests}, then update the ledger"),
-            (false, false) => format!(
-                "{}: {tests}",
-                o.actions.iter().map(|a| inert::text(a)).collect::<Vec<_>>().join(", ")
-            ),
-        };
+            )),
+            (true, true) => parts.push(format!("fix or re-probe {tests}, then update the ledger")),
+            (false, false) => {}
+        }
+        if has("add-test") {
+            parts.push("add a stable test that executes the blind lines you own".to_string());
+        }
+        // "renew" is the expired freeze's action, listed below with its entry.
+        for other in o.actions.iter().filter(|a| !["fix", "re-probe", "add-test", "renew"].contains(&a.as_str())) {
+            parts.push(inert::text(other));
+        }
+        if parts.is_empty() {
+            continue;
+        }
+        let what = parts.join("; ");
         out.push(Action {
             who: who(&o.owner, o.handle.as_deref(), mention(config, owners_must)),
             what,
