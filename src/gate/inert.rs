@@ -149,11 +149,12 @@ pub fn text(s: &str) -> String {
 /// A message flakegate wrote around strings from the pull request (a reason, a note), whose
 /// `` `…` `` pairs mark code: as inert markdown on one line, each pair a [`code`] span nothing
 /// inside can end and the rest [`text`], so neither a backslash nor a stray backtick shows.
-/// When the backticks do not pair (a quoted string held one), all of it is [`text`].
+/// When the backticks do not pair, or a pair is empty or a run of them (a quoted string held
+/// some), all of it is [`text`].
 pub fn message(s: &str) -> String {
     let line = one_line(s, TEXT_MAX_CHARS);
     let parts: Vec<&str> = line.split('`').collect();
-    if parts.len() % 2 == 0 {
+    if parts.len() % 2 == 0 || line.contains("``") {
         return text(&line);
     }
     let mut out = String::with_capacity(line.len() + line.len() / 4);

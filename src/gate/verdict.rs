@@ -549,8 +549,14 @@ impl<'a> Decision<'a> {
             self.reasons.push(Reason::new(
                 ReasonCode::AllStable,
                 format!(
-                    "all {stable_n} witness{} of the changed lines are stable",
-                    if stable_n == 1 { "" } else { "es" }
+                    "all {stable_n} witness{} of the changed lines {}",
+                    if stable_n == 1 { "" } else { "es" },
+                    // Without a probe nothing measured them: never "stable".
+                    if self.ev.probe.is_some() {
+                        "are stable"
+                    } else {
+                        "passed on head (not probed)"
+                    }
                 ),
             ));
         }
