@@ -89,8 +89,8 @@ pub fn environment() -> minijinja::Environment<'static> {
 /// Render a markdown template against the record. Besides the record `r`, the context holds
 /// what the check-summary template leads with: `headline`, `merge_line`, `actions` (who must do
 /// what, mentions as `config.mentions` says), `probed`, `stable_passed` (the stable witnesses
-/// that did not fail on head), `docs` (the project's docs) and `probe_matters` (whether a
-/// witness the probe could have missed exists).
+/// that did not fail on head), `docs` (the project's docs) and `probe_matters` (whether the
+/// verdict rests on witnesses that passed every probe run, which K runs can miss a flake in).
 pub fn markdown(report: &Report, config: &Config, name: &str, templates: Option<&Path>) -> anyhow::Result<String> {
     let source = match templates.map(|d| d.join(name)) {
         Some(p) if p.is_file() => {
@@ -124,7 +124,9 @@ pub fn markdown(report: &Report, config: &Config, name: &str, templates: Option<
             merge_line => minijinja::Value::from_safe_string(actions::merge_line(report.verdict).to_string()),
             actions => minijinja::Value::from_serialize(&actions),
             probed => report.probe.is_some(),
-            probe_matters => report.probe.is_some() && !stable_passed.is_empty(),
+            // Only a verdict that rests on witnesses the probe saw pass can be wrong by what it
+            // missed; a blocking verdict rests on something else.
+            probe_matters => report.probe.is_some() && !stable_passed.is_empty() && !report.verdict.blocks(),
             stable_passed => stable_passed,
             docs => minijinja::Value::from_safe_string(links::docs()),
         })

@@ -81,6 +81,18 @@ fn sentence_problems(r: &Report, summary: &str, comment: Option<&str>) -> Vec<St
             out.push("the headline repeats a reason".into());
         }
     }
+    // A test that failed on head is never listed among the stable (or passing) witnesses.
+    for block in summary.split("<details><summary>").skip(1) {
+        let block = block.split("</details>").next().unwrap_or("");
+        if !block.lines().next().unwrap_or("").contains("witness") {
+            continue;
+        }
+        for f in r.results.failures.iter().filter(|f| f.counts) {
+            if block.contains(&crate::gate::inert::code(&f.test)) {
+                out.push(format!("lists {} among the witnesses that passed", f.test));
+            }
+        }
+    }
     // Verdict, merge, who acts: in the first lines.
     let top: Vec<&str> = summary.lines().filter(|l| !l.trim().is_empty()).take(3).collect();
     if r.verdict.blocks() && !top.iter().any(|l| l.contains("blocks merge")) {
@@ -186,7 +198,6 @@ fn the_main_shapes_rendered() {
         ("expired", "expired", true),
         ("invalid_ledger", "invalid_ledger", true),
         ("evidence_config_changed", "adv_workflow_edited", true),
-        ("self_freeze", "adv_self_freeze", true),
         ("pass_not_probed", "all_stable", false),
     ];
     for (shape, fixture_name, probed) in shapes {

@@ -66,6 +66,11 @@ fn check_run_subject(id: u64) -> String {
     format!("check_run/{id}")
 }
 
+/// The store's name for check run `id`'s web address (which the comment links to).
+fn check_run_url_subject(id: u64) -> String {
+    format!("check_run/{id}/html_url")
+}
+
 /// What identifies an annotation already on a check run: everything GitHub shows of it.
 fn annotation_digest(a: &Annotation) -> String {
     let json = serde_json::to_string(a).expect("annotations serialise");
@@ -197,7 +202,12 @@ impl Worker {
                 // would only notify everyone twice. Another delivery (a re-evaluation asked
                 // for) still updates the check run.
                 tracing::info!(check_run = id, "check run already shows this; not sent again");
-                return Ok((id, None));
+                let url = self
+                    .store
+                    .publication(&repo, &check_run_url_subject(id))
+                    .await
+                    .map_err(store_err)?;
+                return Ok((id, url));
             }
             let sent = self
                 .store
@@ -229,6 +239,7 @@ impl Worker {
                         .set_publication(&repo, &subject, &content)
                         .await
                         .map_err(store_err)?;
+                    self.remember_url(&repo, run.id, run.html_url.as_deref()).await?;
                     return Ok((run.id, run.html_url));
                 }
                 Err(GithubError::NotFound(_)) => tracing::warn!(check_run = id, "stored check run is gone"),
@@ -244,6 +255,7 @@ impl Worker {
             Some(run) if run.annotations_count() == 0 => {
                 let run = t.client.update_check_run(&t.repo, run.id, fields).await?;
                 self.remember_check(&repo, head, run.id, &digests, &content).await?;
+                self.remember_url(&repo, run.id, run.html_url.as_deref()).await?;
                 Ok((run.id, run.html_url))
             }
             _ => self.create_check(t, head, fields, &digests).await,
@@ -261,7 +273,19 @@ impl Worker {
         let content = self.sent_by_this_job(fields);
         self.remember_check(&t.repo.to_string(), head, run.id, digests, &content)
             .await?;
+        self.remember_url(&t.repo.to_string(), run.id, run.html_url.as_deref())
+            .await?;
         Ok((run.id, run.html_url))
+    }
+
+    /// Keep check run `id`'s web address, so that a job that runs again links the comment to
+    /// it as before (nothing is sent to the check run then, so GitHub does not say it again).
+    async fn remember_url(&self, repo: &str, id: u64, url: Option<&str>) -> Result<(), Failure> {
+        let Some(url) = url else { return Ok(()) };
+        self.store
+            .set_publication(repo, &check_run_url_subject(id), url)
+            .await
+            .map_err(store_err)
     }
 
     /// What the store records as sent to a check run: the job in hand and a digest of

@@ -151,6 +151,9 @@ async fn no_channel_of_a_hostile_pull_request_is_live_in_what_the_app_posts() {
     repo.put_file(&h.base_sha, LEDGER_PATH, &h.ledger);
     repo.put_file(&h.head_sha, LEDGER_PATH, &h.head_ledger);
     repo.put_file(&h.base_sha, ".github/CODEOWNERS", b"* @acme/reviewers\n");
+    // A caveat mentions nobody by default: the base config asks for every owner, to show the one
+    // live mention is a trusted source's.
+    repo.put_file(&h.base_sha, ".github/flakegate.yml", b"mentions: always\n");
     // The head ledger's entry is the patch's own edit: its diff carries it.
     let diff = [h.diff.as_slice(), h.ledger_section.as_slice()].concat();
     repo.add_pull(PR, &h.base_sha, &h.head_sha, &String::from_utf8(diff).unwrap());

@@ -534,7 +534,7 @@ async fn setup_page_works_in_headless_chromium() {
     for said in [
         "your personal account",
         "unique across all of GitHub",
-        "Checks\tread and write",
+        "read and write",
         "pull_request",
         "waits 15 minutes",
         "Next:",
