@@ -240,6 +240,8 @@ async fn setup_for_an_organization_prints_the_fly_line_and_refuses_strangers() {
         .await
         .unwrap();
     assert_eq!(forged.status(), 400);
+    let page = forged.text().await.unwrap();
+    assert!(page.contains("is still waiting") && !page.contains("Setup failed"), "{page}");
     // A page reached under another name (DNS rebinding) gets nothing.
     let rebound = http
         .get(&run.url)
