@@ -353,7 +353,10 @@ async fn callback(
     }
     let Some(code) = query.get("code").filter(|c| !c.is_empty()) else {
         eprintln!("flakegate setup: GitHub sent you back without a code: no App was created (still waiting)");
-        return s.waiting(StatusCode::BAD_REQUEST, "GitHub sent you back without a code: no App was created.");
+        return s.waiting(
+            StatusCode::BAD_REQUEST,
+            "GitHub sent you back without a code: no App was created.",
+        );
     };
     let Some(done) = s.done.lock().unwrap_or_else(|p| p.into_inner()).take() else {
         return s.failure(StatusCode::CONFLICT, "This setup has already received its App.");
@@ -422,8 +425,14 @@ fn permissions(manifest: &serde_json::Value) -> Vec<Described> {
         .map(|(key, level)| {
             let (name, why) = match key.as_str() {
                 "checks" => ("Checks", "to post the flakegate check run with its verdict"),
-                "pull_requests" => ("Pull requests", "to read the patch and keep one comment on it up to date"),
-                "contents" => ("Contents", "to read the ledger, the config and CODEOWNERS at the base commit"),
+                "pull_requests" => (
+                    "Pull requests",
+                    "to read the patch and keep one comment on it up to date",
+                ),
+                "contents" => (
+                    "Contents",
+                    "to read the ledger, the config and CODEOWNERS at the base commit",
+                ),
                 "actions" => ("Actions", "to download the evidence artifact of a workflow run"),
                 "metadata" => ("Metadata", "GitHub gives every App this"),
                 "merge_queues" => ("Merge queues", "to judge the groups of a merge queue"),
@@ -670,7 +679,10 @@ mod tests {
         )
         .unwrap();
         assert!(!html.contains("<script>x"), "{html}");
-        assert!(html.contains("15 minutes") && html.contains("unique across all of GitHub"), "{html}");
+        assert!(
+            html.contains("15 minutes") && html.contains("unique across all of GitHub"),
+            "{html}"
+        );
         assert!(!html.contains("<i>n</i>") && !html.contains("<b>"), "{html}");
         assert!(
             html.contains(r#"<form id="create" action="https:"#) && html.contains(r#"method="post">"#),

@@ -253,11 +253,8 @@ impl<'a> Decision<'a> {
                 if ev.probe.is_some() { "stable " } else { "" },
                 plural(n)
             );
-            self.reasons.push(
-                Reason::new(ReasonCode::Failed, message)
-                .at(locs)
-                .tests(failing_stable),
-            );
+            self.reasons
+                .push(Reason::new(ReasonCode::Failed, message).at(locs).tests(failing_stable));
         }
         if !res.collection_errors.is_empty() {
             let names: Vec<_> = res.collection_errors.iter().map(|c| c.nodeid.clone()).collect();

@@ -53,9 +53,15 @@ fn author_action(code: ReasonCode) -> Option<(&'static str, &'static str)> {
     let r = "Reviewer";
     Some(match code {
         MissingEvidence => (a, "fix the evidence workflow as the reason says and re-run it"),
-        EvidenceConfigChanged => (a, "move the change to what produces the evidence into its own pull request"),
+        EvidenceConfigChanged => (
+            a,
+            "move the change to what produces the evidence into its own pull request",
+        ),
         EvidenceMismatch => (a, "re-run the evidence workflow on this head"),
-        SelfFreeze => (a, "take the ledger edit that freezes the patch's own witness out of this pull request"),
+        SelfFreeze => (
+            a,
+            "take the ledger edit that freezes the patch's own witness out of this pull request",
+        ),
         InvalidLedger => (a, "fix the ledger entry the reason names"),
         Failed => (a, "fix the code so the failing tests pass again (not the tests)"),
         Uncovered => (a, "add a test that executes the changed lines"),
@@ -140,7 +146,9 @@ pub(super) fn actions(report: &Report, config: &Config) -> Vec<Action> {
         let has = |a: &str| o.actions.iter().any(|x| x == a);
         let mut parts = Vec::new();
         match (has("fix"), has("re-probe")) {
-            (true, false) if one => parts.push(format!("fix {tests}, then remove its freeze so it witnesses changes again")),
+            (true, false) if one => parts.push(format!(
+                "fix {tests}, then remove its freeze so it witnesses changes again"
+            )),
             (true, false) => parts.push(format!(
                 "fix {tests}, then remove their freezes so they witness changes again"
             )),
@@ -154,7 +162,11 @@ pub(super) fn actions(report: &Report, config: &Config) -> Vec<Action> {
             parts.push("add a stable test that executes the blind lines you own".to_string());
         }
         // "renew" is the expired freeze's action, listed below with its entry.
-        for other in o.actions.iter().filter(|a| !["fix", "re-probe", "add-test", "renew"].contains(&a.as_str())) {
+        for other in o
+            .actions
+            .iter()
+            .filter(|a| !["fix", "re-probe", "add-test", "renew"].contains(&a.as_str()))
+        {
             parts.push(inert::text(other));
         }
         if parts.is_empty() {
@@ -186,7 +198,11 @@ pub(super) fn actions(report: &Report, config: &Config) -> Vec<Action> {
             )
         };
         out.push(Action {
-            who: who(&e.owner, handle.as_deref(), mention(config, expired_must && !e.waived_by_probe)),
+            who: who(
+                &e.owner,
+                handle.as_deref(),
+                mention(config, expired_must && !e.waived_by_probe),
+            ),
             what,
         });
     }

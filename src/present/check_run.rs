@@ -4,11 +4,11 @@
 //! (saying why, or, for an internal failure, only where an operator finds why); cancelled when
 //! a merge group leaves the queue first. `worker::post` sends them.
 
+use super::actions;
 use super::annotations::annotations;
+use super::links;
 use super::markdown;
 use super::record::json;
-use super::actions;
-use super::links;
 use super::words::{cut_at_word, cut_chars, truncate};
 use crate::gate::config::{CaveatConclusion, Config};
 use crate::gate::inert;

@@ -61,15 +61,13 @@ pub(crate) fn problems(md: &str) -> Vec<String> {
                     out.push(format!("`**` shows in the text {t:?} (broken emphasis)"));
                 }
             }
-            NodeValue::Code(c) => {
-                if shows_escape(&c.literal) {
-                    out.push(format!("a backslash escape shows in the code span {:?}", c.literal));
-                }
+            NodeValue::Code(c) if shows_escape(&c.literal) => {
+                out.push(format!("a backslash escape shows in the code span {:?}", c.literal));
             }
-            NodeValue::HtmlBlock(b) => {
-                if shows_escape(&b.literal) || b.literal.contains('`') || b.literal.contains("**") {
-                    out.push(format!("markdown in an HTML block, shown as it is: {:?}", b.literal));
-                }
+            NodeValue::HtmlBlock(b)
+                if shows_escape(&b.literal) || b.literal.contains('`') || b.literal.contains("**") =>
+            {
+                out.push(format!("markdown in an HTML block, shown as it is: {:?}", b.literal));
             }
             _ => {}
         }
@@ -121,7 +119,10 @@ mod tests {
         assert_eq!(problems("a \\` lone backtick").len(), 1);
         assert_eq!(problems("`a \\_ b`").len(), 1, "an escape inside code shows");
         assert_eq!(problems("<details><summary>x \\_ y</summary>\n\n</details>").len(), 1);
-        assert!(problems("| `a \\| b` |\n| --- |\n| c |\n").is_empty(), "a table cell's escaped pipe");
+        assert!(
+            problems("| `a \\| b` |\n| --- |\n| c |\n").is_empty(),
+            "a table cell's escaped pipe"
+        );
         assert!(plain_text_problems("Frozen-only: lines 3-5").is_empty());
         assert_eq!(plain_text_problems("adds `x`").len(), 1);
     }

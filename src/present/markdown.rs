@@ -105,8 +105,7 @@ pub fn markdown(report: &Report, config: &Config, name: &str, templates: Option<
     env.add_template_owned(name.to_string(), source)
         .with_context(|| format!("template {name}"))?;
     let tmpl = env.get_template(name)?;
-    let failed: std::collections::BTreeSet<&str> =
-        report.results.failures.iter().map(|f| f.test.as_str()).collect();
+    let failed: std::collections::BTreeSet<&str> = report.results.failures.iter().map(|f| f.test.as_str()).collect();
     let stable_passed: Vec<&str> = report
         .witnesses
         .stable

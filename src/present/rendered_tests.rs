@@ -21,7 +21,11 @@ const RUN_URL: &str = "https://github.com/shop/shop/runs/4242";
 fn check_run_problems(fields: &CheckRunFields) -> Vec<String> {
     let mut out = Vec::new();
     let Some(o) = &fields.output else { return out };
-    out.extend(gfm::plain_text_problems(&o.title).into_iter().map(|p| format!("title: {p}")));
+    out.extend(
+        gfm::plain_text_problems(&o.title)
+            .into_iter()
+            .map(|p| format!("title: {p}")),
+    );
     out.extend(gfm::problems(&o.summary).into_iter().map(|p| format!("summary: {p}")));
     if let Some(t) = &o.text {
         out.extend(gfm::problems(t).into_iter().map(|p| format!("text: {p}")));
@@ -136,7 +140,12 @@ fn every_text_renders_as_meant_over_the_whole_corpus() {
     for q in [queued(HEAD, &Config::default()), cancelled(HEAD, Some("dequeued"))] {
         failures.extend(check_run_problems(&q));
     }
-    assert!(failures.is_empty(), "{} problems:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} problems:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// The expired-freezes issue over the fixtures' ledgers, with each mention setting.
@@ -159,10 +168,18 @@ fn the_expired_freezes_issue_renders_as_meant() {
         }
         for m in [Mentions::Blocking, Mentions::Never] {
             let body = expired_freezes_body(&notice, ".github/flake-ledger.json", "main", today, m);
-            assert!(gfm::problems(&body).is_empty(), "{name}: {:?}\n{body}", gfm::problems(&body));
+            assert!(
+                gfm::problems(&body).is_empty(),
+                "{name}: {:?}\n{body}",
+                gfm::problems(&body)
+            );
             assert!(body.contains("every pull request in this repository"), "{body}");
             let mentions = body.lines().any(|l| l.starts_with('@'));
-            assert_eq!(mentions, m == Mentions::Blocking && !notice.mentions.is_empty(), "{body}");
+            assert_eq!(
+                mentions,
+                m == Mentions::Blocking && !notice.mentions.is_empty(),
+                "{body}"
+            );
         }
     }
 }
@@ -249,16 +266,21 @@ fn the_main_shapes_rendered() {
         },
     ];
     let shared = shared_head(completed(&r, &config, HEAD), &lines, 7);
-    assert!(check_run_problems(&shared).is_empty(), "{:?}", check_run_problems(&shared));
+    assert!(
+        check_run_problems(&shared).is_empty(),
+        "{:?}",
+        check_run_problems(&shared)
+    );
     snapshot_page("shared_head_check_run", &shared.output.unwrap().summary);
     // A merge group that left the queue before its evidence was judged.
     let gone = cancelled(HEAD, Some("dequeued")).output.unwrap();
-    snapshot_page("merge_group_cancelled_check_run", &format!("# {}\n\n{}", gone.title, gone.summary));
+    snapshot_page(
+        "merge_group_cancelled_check_run",
+        &format!("# {}\n\n{}", gone.title, gone.summary),
+    );
     // The expired-freezes issue.
     let ledger_text = std::fs::read_to_string(fixture("expired").join("ledger.json"))
-        .or_else(|_| {
-            std::fs::read_to_string(super::test_cases::fixtures().join("project/.github/flake-ledger.json"))
-        })
+        .or_else(|_| std::fs::read_to_string(super::test_cases::fixtures().join("project/.github/flake-ledger.json")))
         .unwrap();
     let ledger = crate::gate::ledger::parse_ledger("l", &ledger_text, None).unwrap();
     let today = chrono::NaiveDate::from_ymd_opt(2026, 12, 31).unwrap();
@@ -285,7 +307,11 @@ fn mentions_follow_the_config() {
 
     let blocking = report_probed(&fixture("frozen_only"), &Config::default(), true);
     assert!(blocking.verdict.blocks());
-    let handles: Vec<&str> = blocking.blind_owners.iter().filter_map(|o| o.handle.as_deref()).collect();
+    let handles: Vec<&str> = blocking
+        .blind_owners
+        .iter()
+        .filter_map(|o| o.handle.as_deref())
+        .collect();
     let body = comment_body(&blocking, &Config::default(), None, None).unwrap();
     for h in &handles {
         assert!(body.contains(h), "{h} must act before merge: {body}");

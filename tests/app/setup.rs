@@ -241,7 +241,10 @@ async fn setup_for_an_organization_prints_the_fly_line_and_refuses_strangers() {
         .unwrap();
     assert_eq!(forged.status(), 400);
     let page = forged.text().await.unwrap();
-    assert!(page.contains("is still waiting") && !page.contains("Setup failed"), "{page}");
+    assert!(
+        page.contains("is still waiting") && !page.contains("Setup failed"),
+        "{page}"
+    );
     // A page reached under another name (DNS rebinding) gets nothing.
     let rebound = http
         .get(&run.url)
@@ -518,8 +521,11 @@ async fn setup_page_works_in_headless_chromium() {
     .await;
     // The form as a person sees it, kept beside the build's other outputs to look at.
     let shot = wd(&http, reqwest::Method::GET, format!("{s}/screenshot"), None).await;
-    let png = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, shot.as_str().expect("a screenshot"))
-        .expect("base64");
+    let png = base64::Engine::decode(
+        &base64::engine::general_purpose::STANDARD,
+        shot.as_str().expect("a screenshot"),
+    )
+    .expect("base64");
     assert!(png.starts_with(b"\x89PNG"), "a PNG");
     let shot_path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("setup-page.png");
     std::fs::write(&shot_path, &png).unwrap();

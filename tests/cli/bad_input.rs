@@ -186,7 +186,12 @@ fn garbage_coverage_is_inconclusive() {
         let r = reasons(&out);
         assert_eq!(r[0].0, "missing_evidence", "{name}: {out}");
         // The error names its file once.
-        assert_eq!(r[0].1.matches(&c.display().to_string()).count(), 1, "{name}: {}", r[0].1);
+        assert_eq!(
+            r[0].1.matches(&c.display().to_string()).count(),
+            1,
+            "{name}: {}",
+            r[0].1
+        );
     }
 }
 

@@ -412,22 +412,35 @@ fn check_reads_the_repositorys_ledger_and_config_by_default() {
     let repo = t.path();
     let ev = root().join("examples/shop/evidence");
     let diff = root().join("examples/shop/pr.diff");
-    let args = ["check", "--format", "json", ev.to_str().unwrap(), "--diff", diff.to_str().unwrap()];
+    let args = [
+        "check",
+        "--format",
+        "json",
+        ev.to_str().unwrap(),
+        "--diff",
+        diff.to_str().unwrap(),
+    ];
     let json = |out: &Output| -> Value {
-        serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
     };
     // No ledger anywhere: nothing is frozen, so nobody is named.
     let bare = json(&flakegate_in(repo, &args));
     assert!(bare["blind_owners"].as_array().unwrap().is_empty(), "{bare:#}");
 
     std::fs::create_dir(repo.join(".github")).unwrap();
-    std::fs::copy(root().join("examples/shop/flake-ledger.json"), repo.join(".github/flake-ledger.json")).unwrap();
+    std::fs::copy(
+        root().join("examples/shop/flake-ledger.json"),
+        repo.join(".github/flake-ledger.json"),
+    )
+    .unwrap();
     let out = flakegate_in(repo, &args);
     assert_eq!(out.status.code(), Some(0));
     let with_ledger = json(&out);
     assert_eq!(with_ledger["verdict"], "PASS_WITH_CAVEAT");
-    assert_eq!(with_ledger["blind_owners"][0]["handle"], "@shop/payments", "{with_ledger:#}");
+    assert_eq!(
+        with_ledger["blind_owners"][0]["handle"], "@shop/payments",
+        "{with_ledger:#}"
+    );
 
     std::fs::write(
         repo.join(".github/flakegate.yml"),
@@ -445,6 +458,9 @@ fn a_mistyped_evidence_directory_is_a_usage_error() {
     let out = flakegate(&["check", "examples/shop/evidense", "--diff", "examples/shop/pr.diff"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("examples/shop/evidense: no such evidence directory"), "{err}");
+    assert!(
+        err.contains("examples/shop/evidense: no such evidence directory"),
+        "{err}"
+    );
     assert!(out.stdout.is_empty());
 }

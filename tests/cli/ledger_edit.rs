@@ -442,9 +442,11 @@ fn renew_records_a_fresh_observation() {
     let d = tmp.path();
     let ledger = d.join("ledger.json");
     // The example's freeze of test_gateway_retry, about to expire.
-    let original = std::fs::read_to_string(example_ledger())
-        .unwrap()
-        .replacen("\"expires\": \"2028-01-31\"", "\"expires\": \"2026-11-25\"", 1);
+    let original = std::fs::read_to_string(example_ledger()).unwrap().replacen(
+        "\"expires\": \"2028-01-31\"",
+        "\"expires\": \"2026-11-25\"",
+        1,
+    );
     std::fs::write(&ledger, &original).unwrap();
     let probe = example_probe(d, "2026-11-20");
     let renew = |days: &str, extra: &[&str]| {
@@ -496,7 +498,9 @@ fn renew_records_a_fresh_observation() {
     assert_eq!(std::fs::read_to_string(&ledger).unwrap(), text);
     let r = renew("3", &["--shorten"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(std::fs::read_to_string(&ledger).unwrap().contains("\"expires\": \"2026-11-23\""));
+    assert!(std::fs::read_to_string(&ledger)
+        .unwrap()
+        .contains("\"expires\": \"2026-11-23\""));
 }
 
 /// `ledger add` takes a test id of the ledger's kind: `test_total` is no pytest node id.
@@ -508,7 +512,17 @@ fn add_refuses_an_id_that_is_not_a_node_id() {
     std::fs::copy(example_ledger(), &ledger).unwrap();
     let l = s(&ledger);
     let add = |id: &str, extra: &[&str]| {
-        let mut args = vec!["ledger", "add", id, "--owner", "o", "--reason", "r", "--ledger", l.as_str()];
+        let mut args = vec![
+            "ledger",
+            "add",
+            id,
+            "--owner",
+            "o",
+            "--reason",
+            "r",
+            "--ledger",
+            l.as_str(),
+        ];
         args.extend(extra);
         flakegate(d, &args)
     };
@@ -519,7 +533,10 @@ fn add_refuses_an_id_that_is_not_a_node_id() {
         "{}",
         r.stderr
     );
-    assert_eq!(std::fs::read(&ledger).unwrap(), std::fs::read(example_ledger()).unwrap());
+    assert_eq!(
+        std::fs::read(&ledger).unwrap(),
+        std::fs::read(example_ledger()).unwrap()
+    );
     // Said outright, another language's id is taken.
     let r = add("test_total", &["--id-kind", "lcov"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -527,7 +544,17 @@ fn add_refuses_an_id_that_is_not_a_node_id() {
     let fresh = d.join("fresh.json");
     let r = flakegate(
         d,
-        &["ledger", "add", "test_total", "--owner", "o", "--reason", "r", "--ledger", &s(&fresh)],
+        &[
+            "ledger",
+            "add",
+            "test_total",
+            "--owner",
+            "o",
+            "--reason",
+            "r",
+            "--ledger",
+            &s(&fresh),
+        ],
     );
     assert_eq!(r.code, 2, "{}", r.stdout);
     assert!(!fresh.exists());

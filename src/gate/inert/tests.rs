@@ -168,7 +168,10 @@ proptest! {
 /// unpaired or doubled backticks leave all of it text.
 #[test]
 fn a_message_keeps_its_code_spans_and_nothing_else() {
-    assert_eq!(message("adds a sleep: `time.sleep(1)` in `t_x`"), "adds a sleep: `time.sleep(1)` in `t_x`");
+    assert_eq!(
+        message("adds a sleep: `time.sleep(1)` in `t_x`"),
+        "adds a sleep: `time.sleep(1)` in `t_x`"
+    );
     assert_eq!(message("`-p x` and <b>"), "`-p x` and &lt;b&gt;");
     assert_eq!(message("- list `a` - b"), "\\- list `a` - b");
     assert_eq!(message("@who `x`"), "@\u{2060}who `x`");

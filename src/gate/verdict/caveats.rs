@@ -46,7 +46,11 @@ impl Decision<'_> {
                     if not_stable.len() == 1 { "is" } else { "are" },
                     short_list(&not_stable, 5),
                     // Without a probe nothing measured the rest: never "stable".
-                    if self.ev.probe.is_some() { "are stable" } else { "passed (not probed)" }
+                    if self.ev.probe.is_some() {
+                        "are stable"
+                    } else {
+                        "passed (not probed)"
+                    }
                 ),
             )
             .tests(not_stable),

@@ -306,7 +306,8 @@ fn a_record_of_thousands_of_witnesses_per_line_fits_the_check_run() {
         assert!(a.message.len() <= crate::github::ANNOTATION_MESSAGE_MAX_BYTES);
     }
     // The text output lists the same witnesses per line, and how many more.
-    let text = crate::present::record::render(&r, &Config::default(), crate::present::record::Format::Text, None).unwrap();
+    let text =
+        crate::present::record::render(&r, &Config::default(), crate::present::record::Format::Text, None).unwrap();
     assert!(
         text.contains(
             "tests/test_module_00.py::test_case_0000 (stable), tests/test_module_00.py::test_case_0001 (stable), \

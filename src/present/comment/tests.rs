@@ -34,7 +34,8 @@ fn the_comment_names_what_the_patch_did_to_its_own_evidence() {
     let body = comment_body(
         &report_of(&fixtures().join("corpus/adv_sleep"), &Config::default()),
         &Config::default(),
-        None, None,
+        None,
+        None,
     )
     .unwrap();
     assert!(body.contains("`weakened_test`](https://"), "{body}");
