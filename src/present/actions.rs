@@ -15,6 +15,9 @@ use std::collections::BTreeSet;
 pub(super) struct Action {
     pub who: String,
     pub what: String,
+    /// A few words for the check run's title (plain text).
+    #[serde(skip)]
+    pub short: &'static str,
 }
 
 /// A reason's one-line label: what the headline and the title say after the verdict.
@@ -131,6 +134,7 @@ pub(super) fn actions(report: &Report, config: &Config) -> Vec<Action> {
                 out.push(Action {
                     who: format!("**{role}**"),
                     what: what.to_string(),
+                    short: what,
                 });
             }
         }
@@ -176,6 +180,7 @@ pub(super) fn actions(report: &Report, config: &Config) -> Vec<Action> {
         out.push(Action {
             who: who(&o.owner, o.handle.as_deref(), mention(config, owners_must)),
             what,
+            short: "owners: fix or re-probe the frozen and unstable tests",
         });
     }
     let expired_must = expired_block(report);
@@ -204,6 +209,7 @@ pub(super) fn actions(report: &Report, config: &Config) -> Vec<Action> {
                 mention(config, expired_must && !e.waived_by_probe),
             ),
             what,
+            short: "owners: renew or remove the expired freezes",
         });
     }
     out

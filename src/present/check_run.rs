@@ -171,12 +171,11 @@ pub fn title(report: &Report) -> String {
     let todo = actions::actions(report, &config)
         .into_iter()
         .next()
-        .map(|a| inert::plain(&a.what.replace("**", ""), TITLE_LIMIT))
+        .map(|a| a.short)
         .unwrap_or_default();
     if todo.is_empty() {
         return cut_at_word(&head, TITLE_LIMIT);
     }
-    let todo = cut_at_word(&todo, TITLE_LIMIT / 2);
     let room = TITLE_LIMIT.saturating_sub(todo.chars().count() + 3);
     format!("{} — {todo}", cut_at_word(&head, room))
 }
