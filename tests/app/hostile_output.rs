@@ -178,8 +178,10 @@ async fn no_channel_of_a_hostile_pull_request_is_live_in_what_the_app_posts() {
     let shown = crate::hostile::assert_inert(summary, "check-run summary", 0);
     use crate::hostile::*;
     for channel in [DIFF_HANDLE, PATH_HANDLE, NODE_HANDLE, LEDGER_HANDLE, HEAD_LEDGER_HANDLE] {
+        // An owner the summary asks to act is named without the `@` (and inert) when it is no
+        // handle: the name reaches it all the same.
         assert!(
-            shown.contains(&channel),
+            shown.contains(&channel) || summary.contains(&format!("**{}", &channel[1..])),
             "{channel} does not reach the summary:\n{summary}"
         );
     }
