@@ -61,7 +61,7 @@ pub struct CheckArgs {
 
 /// `flakegate check`: returns the exit status (0 PASS / PASS_WITH_CAVEAT, 1 FAIL / INCONCLUSIVE).
 pub fn run(args: CheckArgs, color: super::ColorWhen) -> anyhow::Result<i32> {
-    let (report, recorded) = judge(&args)?;
+    let (report, recorded, config) = judge(&args)?;
     for line in recorded {
         eprintln!("flakegate: flake history: {line}");
     }
@@ -73,7 +73,7 @@ pub fn run(args: CheckArgs, color: super::ColorWhen) -> anyhow::Result<i32> {
     });
     let out = match format {
         Format::Text => crate::present::terminal::text_with(&report, color.colours(std::io::stdout().is_terminal())),
-        _ => record::render(&report, format, args.templates.as_deref())?,
+        _ => record::render(&report, &config, format, args.templates.as_deref())?,
     };
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(out.as_bytes()).ok();
@@ -83,7 +83,9 @@ pub fn run(args: CheckArgs, color: super::ColorWhen) -> anyhow::Result<i32> {
 
 /// The one pipeline over the command line's files (and its history, when given).
 /// Returns the report and what was added to the history (`--record`), one line each.
-pub(super) fn judge(args: &CheckArgs) -> anyhow::Result<(crate::gate::Report, Vec<String>)> {
+pub(super) fn judge(
+    args: &CheckArgs,
+) -> anyhow::Result<(crate::gate::Report, Vec<String>, crate::gate::config::Config)> {
     let today = args.today.unwrap_or_else(super::today_utc);
     let src = CommandLine { args };
     // The git reader never awaits anything: a current-thread runtime drives the pipeline (and
@@ -119,7 +121,7 @@ pub(super) fn judge(args: &CheckArgs) -> anyhow::Result<(crate::gate::Report, Ve
                 (Some(h), Some(p)) => assemble::record(&h, p).await,
                 _ => Vec::new(),
             };
-            Ok((report, said))
+            Ok((report, said, config.config))
         })
         .map_err(|e| match e {
             AssembleError::Source(e) => e,
@@ -142,6 +144,11 @@ impl Sources for CommandLine<'_> {
                 Ok(Some(Named::new(p.display().to_string(), bytes)))
             }
             (None, Some(rev)) => Ok(git_show(rev, CONFIG_PATH)?.map(|b| Named::new(format!("{rev}:{CONFIG_PATH}"), b))),
+            // As `probe` and `ledger` do: the current repository's config, when there is one.
+            (None, None) if std::path::Path::new(CONFIG_PATH).is_file() => {
+                let (_, bytes) = read_text(std::path::Path::new(CONFIG_PATH))?;
+                Ok(Some(Named::new(CONFIG_PATH.to_string(), bytes)))
+            }
             (None, None) => Ok(None),
         }
     }
@@ -185,14 +192,28 @@ impl Sources for CommandLine<'_> {
                     None => Err(format!("no ledger at {name}: no test is frozen")),
                 })
             }
-            (None, None) => Ok(Err(
-                "no ledger given (--ledger FILE or --base REV): no test is frozen".into()
-            )),
+            // As `probe` and `ledger` do: the current repository's ledger, when there is one.
+            (None, None) if std::path::Path::new(path).is_file() => {
+                let bytes = std::fs::read(path).map_err(|e| unusable(format!("{path}: cannot read: {e}")))?;
+                Ok(Ok(Named::new(path.to_string(), bytes)))
+            }
+            (None, None) => Ok(Err(format!(
+                "no ledger given (--ledger FILE or --base REV) and none at {path}: no test is frozen"
+            ))),
         }
     }
 
     async fn evidence(&self) -> anyhow::Result<EvidenceSources> {
         let a = self.args;
+        // A mistyped directory is a usage error, not missing evidence (an INCONCLUSIVE verdict).
+        if let Some(d) = &a.dir {
+            if !d.is_dir() {
+                return Err(unusable(format!(
+                    "{}: no such evidence directory (expected coverage.json or .coverage, results/, probe/, meta.json in it)",
+                    d.display()
+                )));
+            }
+        }
         Ok(EvidenceSources {
             dir: a.dir.clone(),
             coverage: a.coverage.clone(),

@@ -56,7 +56,7 @@ pub fn run(cmd: HistoryCmd) -> anyhow::Result<i32> {
                 return Err(unusable("history record needs --history FILE"));
             };
             args.history.record = true;
-            let (report, added) = super::check::judge(&args)?;
+            let (report, added, _) = super::check::judge(&args)?;
             println!(
                 "{}: {}",
                 args.dir

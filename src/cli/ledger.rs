@@ -13,7 +13,7 @@ use super::{freeze_days, local_config, today_utc, unusable, write_atomic};
 use crate::evidence::{self, read_text};
 use crate::gate::config::{parse_config, Config};
 use crate::gate::ledger::{parse_ledger, FreezeEntry, Ledger};
-use crate::gate::nodeid::TestId;
+use crate::gate::nodeid::{IdKind, TestId};
 use crate::gate::probe::{Probe, Stability};
 use crate::probe::summary::{observed, pct, power_of};
 use chrono::NaiveDate;
@@ -93,8 +93,32 @@ pub struct AddArgs {
     /// Take the observation from a probe (probe JSON, or a directory of K result files).
     #[arg(long, value_name = "FILE|DIR")]
     pub probe: Option<PathBuf>,
+    /// The kind of test id (default: the kind of the ledger's entries; in an empty ledger a
+    /// pytest node id or a Bazel label).
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub id_kind: Option<IdKindArg>,
     #[command(flatten)]
     pub opts: LedgerOpts,
+}
+
+/// `--id-kind`: the test ids of another language's evidence (docs/cli.md, "Other languages").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum IdKindArg {
+    Pytest,
+    Bazel,
+    Lcov,
+    Junit,
+}
+
+impl IdKindArg {
+    fn kind(self) -> IdKind {
+        match self {
+            IdKindArg::Pytest => IdKind::PytestNode,
+            IdKindArg::Bazel => IdKind::BazelLabel,
+            IdKindArg::Lcov => IdKind::LcovTestName,
+            IdKindArg::Junit => IdKind::JUnitCase,
+        }
+    }
 }
 
 /// `flakegate ledger renew`.
@@ -105,6 +129,10 @@ pub struct RenewArgs {
     /// The renewed freeze expires this many days after today.
     #[arg(long, value_name = "DAYS")]
     pub days: u32,
+    /// Allow the new expiry to be earlier than the current one (a renewal never shortens a
+    /// freeze otherwise).
+    #[arg(long)]
+    pub shorten: bool,
     /// A fresh probe that ran the test (probe JSON or a directory of K result files): a renewal records evidence.
     #[arg(long, value_name = "FILE|DIR")]
     pub probe: Option<PathBuf>,
@@ -323,6 +351,7 @@ pub fn add(args: AddArgs) -> anyhow::Result<i32> {
         None | Some("") => return Err(o.refuse("--reason is required: say why the test is frozen")),
         Some(_) => args.reason.clone(),
     };
+    check_id_kind(&o, &test, args.id_kind)?;
     if let Some(e) = o.ledger.entries.iter().find(|e| e.test == test) {
         return Err(o.refuse(&format!(
             "{test} is already frozen (line {}, owner {}, expires {}); use flakegate ledger renew to extend it",
@@ -335,7 +364,23 @@ pub fn add(args: AddArgs) -> anyhow::Result<i32> {
         (Some(t), _) => Some(t.clone()),
         (None, Some(p)) => {
             let rp = read_probe(p).map_err(|e| o.refuse(&e.to_string()))?;
-            Some(observe(&rp, &test).map_err(|e| o.refuse(&e))?.text())
+            let obs = observe(&rp, &test).map_err(|e| o.refuse(&e))?;
+            if obs.all_passing {
+                eprintln!(
+                    "flakegate ledger: warning: {} shows {test} passing every run ({}): nothing shows it flaky, \
+                     and a frozen test no longer witnesses changes",
+                    rp.name,
+                    obs.text()
+                );
+            } else if obs.failures == obs.runs {
+                eprintln!(
+                    "flakegate ledger: warning: {} shows {test} failing every run ({}): it is broken on base, not \
+                     flaky; fix it rather than freeze it",
+                    rp.name,
+                    obs.text()
+                );
+            }
+            Some(obs.text())
         }
         (None, None) => None,
     };
@@ -368,6 +413,27 @@ pub fn add(args: AddArgs) -> anyhow::Result<i32> {
         o.name, o.today
     );
     Ok(0)
+}
+
+/// The id `ledger add` freezes must be of the kind asked for (`--id-kind`), else of the kind
+/// of the ledger's entries, else a pytest node id or a Bazel label: `test_total` is no node id.
+fn check_id_kind(o: &Opened, test: &str, asked: Option<IdKindArg>) -> anyhow::Result<()> {
+    let kind = IdKind::of(test).map_err(|why| o.refuse(&format!("{test:?} is not a test id: {why}")))?;
+    let expected: Vec<IdKind> = match (asked, o.ledger.entries.first()) {
+        (Some(a), _) => vec![a.kind()],
+        (None, Some(e)) => IdKind::of(&e.test).map(|k| vec![k]).unwrap_or_default(),
+        (None, None) => vec![IdKind::PytestNode, IdKind::BazelLabel],
+    };
+    if expected.is_empty() || expected.contains(&kind) {
+        return Ok(());
+    }
+    let wanted: Vec<&str> = expected.iter().map(|k| k.describe()).collect();
+    Err(o.refuse(&format!(
+        "{test} is {}, not {}: give the full id (for pytest `path::name`, e.g. tests/test_x.py::{test}), or \
+         --id-kind when the evidence names tests that way",
+        kind.describe(),
+        wanted.join(" or ")
+    )))
 }
 
 /// `ledger renew`: a new expiry, recorded with a fresh observation.
@@ -403,11 +469,20 @@ pub fn renew(args: RenewArgs) -> anyhow::Result<i32> {
             rp.name
         );
     }
+    let expires = o.today + chrono::Days::new(u64::from(days));
+    if expires < old.expires && !args.shorten {
+        return Err(o.refuse(&format!(
+            "--days {days} ends the freeze on {expires}, before its current expiry {}: a renewal never shortens a \
+             freeze (give --shorten to mean it, or remove the entry when the test is fixed)",
+            old.expires
+        )));
+    }
     let mut entries = o.ledger.entries.clone();
     let e = &mut entries[pos];
     e.observed = Some(obs.text());
-    e.frozen_at = Some(o.today);
-    e.expires = o.today + chrono::Days::new(u64::from(days));
+    // `frozen_at` says when the freeze began: a renewal keeps it (an entry without one gets today).
+    e.frozen_at = e.frozen_at.or(Some(o.today));
+    e.expires = expires;
     let (owner, expires, obs_text) = (e.owner.clone(), e.expires, obs.text());
     o.write(&entries)?;
     println!(

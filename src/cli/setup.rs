@@ -161,19 +161,27 @@ impl Setup {
         let port = listener.local_addr().context("the listening address")?.port();
         let state = random_state()?;
         let redirect_url = format!("http://127.0.0.1:{port}/callback");
-        let manifest = manifest::manifest_json(
+        let mut manifest = manifest::manifest_json(
             &self.manifest_yaml,
             &self.webhook_url,
             &redirect_url,
             self.name.as_deref(),
         )?;
+        if self.manifest_yaml == APP_MANIFEST_YAML {
+            // The built-in manifest's homepage is the project's, as this build knows it.
+            manifest["url"] = serde_json::Value::String(crate::present::links::HOMEPAGE.to_owned());
+        }
         let action = manifest::new_app_url(&self.github_url, self.org.as_deref(), &state)?;
         let form = render(
             "form",
             minijinja::context! {
                 action,
                 manifest => manifest.to_string(),
-                manifest_pretty => serde_json::to_string_pretty(&manifest)?,
+                permissions => permissions(&manifest),
+                events => events(&manifest),
+                homepage => manifest["url"].as_str().unwrap_or_default(),
+                wait => wait_words(self.timeout),
+                deadline => (chrono::Utc::now() + self.timeout).format("%H:%M UTC").to_string(),
                 name => manifest["name"].as_str().unwrap_or_default(),
                 webhook_url => self.webhook_url,
                 github_host => self.github_url,
@@ -305,6 +313,13 @@ impl Shared {
         self.html(status, body)
     }
 
+    /// A redirect that does not end the run: says so, and that the command still waits.
+    fn waiting(&self, status: StatusCode, message: &str) -> Response {
+        let body = render("waiting", minijinja::context! { message })
+            .unwrap_or_else(|_| "flakegate setup is still waiting; see the terminal".into());
+        self.html(status, body)
+    }
+
     fn host_ok(&self, headers: &HeaderMap) -> bool {
         let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
         self.hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
@@ -331,13 +346,17 @@ async fn callback(
         .is_some_and(|got| bool::from(got.as_bytes().ct_eq(s.state.as_bytes())));
     if !state_ok {
         eprintln!("flakegate setup: refused a callback whose state is not this run's (still waiting)");
-        return s.failure(
+        return s.waiting(
             StatusCode::BAD_REQUEST,
-            "This redirect does not carry the state of the running flakegate setup: start again from its page.",
+            "This redirect does not carry the state of the running flakegate setup, so nothing was done with it.",
         );
     }
     let Some(code) = query.get("code").filter(|c| !c.is_empty()) else {
-        return s.failure(StatusCode::BAD_REQUEST, "GitHub sent no code: the App was not created.");
+        eprintln!("flakegate setup: GitHub sent you back without a code: no App was created (still waiting)");
+        return s.waiting(
+            StatusCode::BAD_REQUEST,
+            "GitHub sent you back without a code: no App was created.",
+        );
     };
     let Some(done) = s.done.lock().unwrap_or_else(|p| p.into_inner()).take() else {
         return s.failure(StatusCode::CONFLICT, "This setup has already received its App.");
@@ -387,6 +406,88 @@ fn render(page: &str, ctx: minijinja::Value) -> anyhow::Result<String> {
     env.add_template(PAGE_NAME, PAGE_TEMPLATE)?;
     let ctx = minijinja::context! { page, ..ctx };
     Ok(env.get_template(PAGE_NAME)?.render(ctx)?)
+}
+
+/// A permission or an event of the manifest, in words.
+#[derive(Debug, serde::Serialize)]
+struct Described {
+    name: String,
+    level: String,
+    why: String,
+}
+
+/// The manifest's `default_permissions`, each with what flakegate uses it for.
+fn permissions(manifest: &serde_json::Value) -> Vec<Described> {
+    let Some(map) = manifest["default_permissions"].as_object() else {
+        return Vec::new();
+    };
+    map.iter()
+        .map(|(key, level)| {
+            let (name, why) = match key.as_str() {
+                "checks" => ("Checks", "to post the flakegate check run with its verdict"),
+                "pull_requests" => (
+                    "Pull requests",
+                    "to read the patch and keep one comment on it up to date",
+                ),
+                "contents" => (
+                    "Contents",
+                    "to read the ledger, the config and CODEOWNERS at the base commit",
+                ),
+                "actions" => ("Actions", "to download the evidence artifact of a workflow run"),
+                "metadata" => ("Metadata", "GitHub gives every App this"),
+                "merge_queues" => ("Merge queues", "to judge the groups of a merge queue"),
+                "issues" => ("Issues", "to keep one issue listing expired freezes"),
+                other => (other, "asked for by this manifest"),
+            };
+            let level = match level.as_str() {
+                Some("read") => "read-only".to_string(),
+                Some("write") => "read and write".to_string(),
+                Some(other) => other.to_string(),
+                None => level.to_string(),
+            };
+            Described {
+                name: name.to_string(),
+                level,
+                why: why.to_string(),
+            }
+        })
+        .collect()
+}
+
+/// The manifest's `default_events`, each with why flakegate listens to it.
+fn events(manifest: &serde_json::Value) -> Vec<Described> {
+    let Some(list) = manifest["default_events"].as_array() else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(|e| e.as_str())
+        .map(|e| {
+            let why = match e {
+                "pull_request" => "a pull request opened, updated or retargeted is judged again",
+                "workflow_run" => "a finished evidence workflow brings the evidence",
+                "check_run" => "the check run's Re-run and Re-evaluate buttons",
+                "check_suite" => "GitHub's re-run of all checks",
+                "merge_group" => "a merge queue's group is judged, and cancelled when it leaves the queue",
+                "push" => "a push to the default branch may change the ledger (the expired-freezes issue)",
+                _ => "asked for by this manifest",
+            };
+            Described {
+                name: e.to_string(),
+                level: String::new(),
+                why: why.to_string(),
+            }
+        })
+        .collect()
+}
+
+/// `--timeout` in words: "15 minutes", "90 seconds".
+fn wait_words(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 120 && s % 60 == 0 {
+        format!("{} minutes", s / 60)
+    } else {
+        format!("{s} seconds")
+    }
 }
 
 fn install_url(app: &NewApp) -> Option<String> {
@@ -563,7 +664,11 @@ mod tests {
             minijinja::context! {
                 action => "https://github.com/settings/apps/new?state=s",
                 manifest => r#"{"name":"a\"><script>x</script>"}"#,
-                manifest_pretty => "<b>",
+                permissions => vec![Described { name: "<b>".into(), level: "read".into(), why: "w".into() }],
+                events => Vec::<Described>::new(),
+                homepage => "https://example.invalid/",
+                wait => "15 minutes",
+                deadline => "10:00 UTC",
                 name => "<i>n</i>",
                 webhook_url => "https://h/webhook",
                 github_host => "https://github.com",
@@ -574,6 +679,10 @@ mod tests {
         )
         .unwrap();
         assert!(!html.contains("<script>x"), "{html}");
+        assert!(
+            html.contains("15 minutes") && html.contains("unique across all of GitHub"),
+            "{html}"
+        );
         assert!(!html.contains("<i>n</i>") && !html.contains("<b>"), "{html}");
         assert!(
             html.contains(r#"<form id="create" action="https:"#) && html.contains(r#"method="post">"#),

@@ -357,7 +357,12 @@ fn read_coverage(path: &Path, matcher: &PathMatcher) -> Result<(Coverage, InputD
             }
             (cov, hasher.join().expect("the hashing thread does not panic"))
         });
-        let cov = cov.map_err(|e| InputError::new(Location::file(&name), format!("{e:#}")))?;
+        let cov = cov.map_err(|e| {
+            // The reader names the file too: name it once.
+            let m = format!("{e:#}");
+            let m = m.strip_prefix(&format!("{name}: ")).map_or(m.clone(), str::to_string);
+            InputError::new(Location::file(&name), m)
+        })?;
         let sha = sha
             .map_err(cannot)?
             .expect("the hash runs to the end unless the read failed");

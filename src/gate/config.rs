@@ -19,6 +19,9 @@ pub struct Config {
     pub policy: Policy,
     /// Owner name as written in the ledger → GitHub handle (`@user`, `@org/team`).
     pub owners: BTreeMap<String, String>,
+    /// Which owners the comment and the expired-freezes issue @-mention. Default `blocking`.
+    #[serde(skip_serializing_if = "Mentions::is_default")]
+    pub mentions: Mentions,
     /// The flake history's window and recovery rule.
     #[serde(skip_serializing_if = "crate::gate::history::HistoryPolicy::is_default")]
     pub history: crate::gate::history::HistoryPolicy,
@@ -31,6 +34,7 @@ impl Default for Config {
             evidence: EvidenceConfig::default(),
             policy: Policy::default(),
             owners: BTreeMap::new(),
+            mentions: Mentions::default(),
             history: crate::gate::history::HistoryPolicy::default(),
         }
     }
@@ -56,6 +60,28 @@ impl Default for EvidenceConfig {
             workflows: Vec::new(),
             timeout_minutes: 120,
         }
+    }
+}
+
+/// Whom flakegate notifies with an @-mention (`mentions`); an owner it does not mention is
+/// named without the `@`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mentions {
+    /// Only owners who must act before the pull request can merge: the owners of the frozen
+    /// or unstable tests behind a blocking verdict, of an expired freeze, and every owner in
+    /// the expired-freezes issue (an expired freeze blocks every pull request).
+    #[default]
+    Blocking,
+    /// Every owner named, caveats included.
+    Always,
+    /// Nobody: every owner is named without the `@`.
+    Never,
+}
+
+impl Mentions {
+    fn is_default(&self) -> bool {
+        *self == Mentions::default()
     }
 }
 

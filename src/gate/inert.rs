@@ -146,6 +146,44 @@ pub fn text(s: &str) -> String {
     out
 }
 
+/// A message flakegate wrote around strings from the pull request (a reason, a note), whose
+/// `` `…` `` pairs mark code: as inert markdown on one line, each pair a [`code`] span nothing
+/// inside can end and the rest [`text`], so neither a backslash nor a stray backtick shows.
+/// When the backticks do not pair, or a pair is empty or a run of them (a quoted string held
+/// some), all of it is [`text`].
+pub fn message(s: &str) -> String {
+    let line = one_line(s, TEXT_MAX_CHARS);
+    let parts: Vec<&str> = line.split('`').collect();
+    if parts.len() % 2 == 0 || line.contains("``") {
+        return text(&line);
+    }
+    let mut out = String::with_capacity(line.len() + line.len() / 4);
+    for (i, part) in parts.iter().enumerate() {
+        if i % 2 == 1 {
+            out.push_str(&code(part));
+        } else if !part.is_empty() {
+            // A piece that starts after a code span starts no line: no list or quote to escape.
+            let t = text(part);
+            match t.strip_prefix('\\') {
+                Some(rest) if i > 0 && rest.starts_with(['-', '+', '=']) => out.push_str(rest),
+                _ => out.push_str(&t),
+            }
+        }
+    }
+    out
+}
+
+/// A message for a plain-text field (a check run's title, an annotation): one line, its
+/// `` `…` `` pairs as the text inside them, since GitHub shows markup there as it is.
+pub fn plain(s: &str, max: usize) -> String {
+    let line = one_line(s, max);
+    if line.matches('`').count() % 2 == 0 {
+        line.replace('`', "")
+    } else {
+        line
+    }
+}
+
 /// The byte offset of `chars[i]` in the string they were taken from.
 fn byte_at(chars: &[char], i: usize) -> usize {
     chars[..i].iter().map(|c| c.len_utf8()).sum()

@@ -246,17 +246,15 @@ impl<'a> Decision<'a> {
         if !failing_stable.is_empty() {
             let n = failing_stable.len();
             let list = short_list(&failing_stable, 5);
-            self.reasons.push(
-                Reason::new(
-                    ReasonCode::Failed,
-                    format!(
-                        "{n} stable test{} failed on head: {list}. Fix the code, not the test.",
-                        plural(n)
-                    ),
-                )
-                .at(locs)
-                .tests(failing_stable),
+            // Without a base probe nothing measured these tests' stability: never "stable" (the
+            // report says once, elsewhere, what a probe would add).
+            let message = format!(
+                "{n} {}test{} failed on head: {list}. Fix the code, not the test.",
+                if ev.probe.is_some() { "stable " } else { "" },
+                plural(n)
             );
+            self.reasons
+                .push(Reason::new(ReasonCode::Failed, message).at(locs).tests(failing_stable));
         }
         if !res.collection_errors.is_empty() {
             let names: Vec<_> = res.collection_errors.iter().map(|c| c.nodeid.clone()).collect();
@@ -388,10 +386,22 @@ impl<'a> Decision<'a> {
                 line: e.line,
             });
             if waived {
-                self.notes.push(format!(
-                    "the freeze of {} expired on {}, but this evidence's probe shows it stable: prune the entry",
-                    e.test, e.expires
-                ));
+                let broken = self.ev.probe.as_ref().is_some_and(|p| {
+                    p.tests
+                        .iter()
+                        .any(|(t, c)| t.is_under(&e.test) && c.stability() == Stability::BrokenOnBase)
+                });
+                self.notes.push(if broken {
+                    format!(
+                        "the freeze of {} expired on {}; this evidence's probe shows it failing every run on base (not flaky, broken): fix the test, then remove the entry",
+                        e.test, e.expires
+                    )
+                } else {
+                    format!(
+                        "the freeze of {} expired on {}, but this evidence's probe shows it stable: prune the entry",
+                        e.test, e.expires
+                    )
+                });
                 continue;
             }
             self.reasons.push(
@@ -536,8 +546,14 @@ impl<'a> Decision<'a> {
             self.reasons.push(Reason::new(
                 ReasonCode::AllStable,
                 format!(
-                    "all {stable_n} witness{} of the changed lines are stable",
-                    if stable_n == 1 { "" } else { "es" }
+                    "all {stable_n} witness{} of the changed lines {}",
+                    if stable_n == 1 { "" } else { "es" },
+                    // Without a probe nothing measured them: never "stable".
+                    if self.ev.probe.is_some() {
+                        "are stable"
+                    } else {
+                        "passed on head (not probed)"
+                    }
                 ),
             ));
         }

@@ -290,6 +290,9 @@ pub struct CheckRun {
     pub app: Option<AppRef>,
     #[serde(default)]
     pub output: Option<CheckRunOutputInfo>,
+    /// The check run's page, which the pull-request comment links to.
+    #[serde(default)]
+    pub html_url: Option<String>,
 }
 
 impl CheckRun {

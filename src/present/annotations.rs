@@ -24,11 +24,19 @@ fn witness_key(ws: &[LineWitness]) -> WitnessKey {
     set.into_iter().collect()
 }
 
-fn name_witnesses(key: &[(String, WitnessStatus)]) -> String {
+/// The witnesses, plain text (GitHub shows an annotation's markup as it is); a witness no
+/// probe measured is "not probed", never "stable".
+fn name_witnesses(key: &[(String, WitnessStatus)], probed: bool) -> String {
     let mut names: Vec<String> = key
         .iter()
         .take(WITNESSES_NAMED)
-        .map(|(t, s)| format!("`{t}` ({})", status_word(*s)))
+        .map(|(t, s)| {
+            let word = match s {
+                WitnessStatus::Stable if !probed => "not probed",
+                s => status_word(*s),
+            };
+            format!("{} ({word})", inert::one_line(t, inert::CODE_MAX_CHARS))
+        })
         .collect();
     if key.len() > WITNESSES_NAMED {
         names.push(format!("and {} more", key.len() - WITNESSES_NAMED));
@@ -64,6 +72,7 @@ fn runs(f: &FileReport, lines: &[u32]) -> Vec<(u32, u32, WitnessKey)> {
 /// deletions; within a class in file order, then by line.
 pub fn annotations(report: &Report) -> Vec<Annotation> {
     let blocks = report.verdict.blocks();
+    let probed = report.probe.is_some();
     let (mut out, caveats) = patch_reason_annotations(report);
     for f in &report.files {
         for (start, end, key) in runs(f, &f.frozen_only_lines) {
@@ -81,7 +90,7 @@ pub fn annotations(report: &Report) -> Vec<Annotation> {
                 message: format!(
                     "Only tests that are not evidence execute {}: {}. A green run of them says nothing about this change. Add a stable test that executes it, or have the owners fix the tests and remove their freeze.",
                     span(start, end),
-                    if key.is_empty() { "no test executes this line".to_string() } else { name_witnesses(&key) }
+                    if key.is_empty() { "no test executes this line".to_string() } else { name_witnesses(&key, probed) }
                 ),
             });
         }
@@ -107,7 +116,7 @@ pub fn annotations(report: &Report) -> Vec<Annotation> {
             let who = if key.is_empty() {
                 String::new()
             } else {
-                format!(" (recorded witnesses: {})", name_witnesses(&key))
+                format!(" (recorded witnesses: {})", name_witnesses(&key, probed))
             };
             out.push(Annotation {
                 path: f.path.clone(),
@@ -117,7 +126,7 @@ pub fn annotations(report: &Report) -> Vec<Annotation> {
                 annotation_level: AnnotationLevel::Warning,
                 title: Some(format!("Excluded from coverage: {}", span(start, end))),
                 message: format!(
-                    "{} is excluded from coverage measurement (for example `# pragma: no cover`), so no test can witness it{who}. Remove the exclusion and cover it with a test.",
+                    "{} is excluded from coverage measurement (for example # pragma: no cover), so no test can witness it{who}. Remove the exclusion and cover it with a test.",
                     capitalise(&span(start, end))
                 ),
             });
@@ -133,8 +142,8 @@ pub fn annotations(report: &Report) -> Vec<Annotation> {
                 annotation_level: AnnotationLevel::Warning,
                 title: Some("Blind file".into()),
                 message: format!(
-                    "No test can witness this file's change: {}. Make it measurable (for example include it in coverage) or list it in `policy.no_evidence_paths` if it truly needs no evidence.",
-                    f.blind_reason.as_deref().unwrap_or("no evidence can exist for it")
+                    "No test can witness this file's change: {}. Make it measurable (for example include it in coverage) or list it in policy.no_evidence_paths if it truly needs no evidence.",
+                    inert::plain(f.blind_reason.as_deref().unwrap_or("no evidence can exist for it"), inert::TEXT_MAX_CHARS)
                 ),
             });
         }
@@ -225,7 +234,7 @@ fn patch_reason_annotations(report: &Report) -> (Vec<Annotation>, Vec<Annotation
                         "file".into()
                     }
                 )),
-                message: r.message.clone(),
+                message: inert::plain(&r.message, ANNOTATION_MESSAGE_MAX_BYTES),
             };
             if r.verdict.blocks() {
                 blocking.push(a);

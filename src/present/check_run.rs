@@ -4,10 +4,12 @@
 //! (saying why, or, for an internal failure, only where an operator finds why); cancelled when
 //! a merge group leaves the queue first. `worker::post` sends them.
 
+use super::actions;
 use super::annotations::annotations;
+use super::links;
 use super::markdown;
 use super::record::json;
-use super::words::{cut_chars, truncate};
+use super::words::{cut_at_word, cut_chars, truncate};
 use crate::gate::config::{CaveatConclusion, Config};
 use crate::gate::inert;
 use crate::gate::report::{Report, Verdict};
@@ -30,7 +32,7 @@ pub fn conclusion(verdict: Verdict, config: &Config) -> Conclusion {
 /// The check run for a judged head: conclusion, title, summary, the evidence
 /// record as text, annotations (most important first) and the buttons.
 pub fn completed(report: &Report, config: &Config, head: &str) -> CheckRunFields {
-    let summary = match markdown::markdown(report, "check-summary.md.j2", None) {
+    let summary = match markdown::markdown(report, config, "check-summary.md.j2", None) {
         Ok(s) => s,
         // The bundled template always renders; never publish nothing if it does not.
         Err(e) => format!(
@@ -62,10 +64,10 @@ pub fn queued(head: &str, config: &Config) -> CheckRunFields {
     };
     let summary = format!(
         "Waiting for the evidence artifact {} from {from} on {}.\n\n\
-         The evidence workflow (see `templates/workflows/flakegate-evidence.yml`) uploads it; the verdict follows \
-         when that run completes.",
+         The [evidence workflow]({}) uploads it; the verdict follows when that run completes.",
         inert::code(artifact),
-        inert::code(head)
+        inert::code(head),
+        links::evidence_workflow()
     );
     let mut f = CheckRunFields::new(head, CheckStatus::Queued);
     f.output = Some(CheckOutput {
@@ -161,19 +163,30 @@ fn first_message(report: &Report) -> &str {
     report.first_reason().map(|r| r.message.as_str()).unwrap_or("")
 }
 
-/// Title: the verdict and the first reason, at most [`TITLE_LIMIT`] characters.
+/// Title (plain text, at most [`TITLE_LIMIT`] characters): the verdict and its deciding
+/// reason's label, then the first action asked for; the label is cut at a word, the action kept.
 pub fn title(report: &Report) -> String {
-    // A plain-text field: one line.
-    let first = inert::one_line(first_message(report), TITLE_LIMIT);
-    let t = if first.is_empty() {
-        report.verdict.to_string()
-    } else {
-        format!("{}: {first}", report.verdict)
-    };
-    cut_chars(&t, TITLE_LIMIT)
+    let head = actions::headline(report);
+    let config = Config::default();
+    let todo = actions::actions(report, &config)
+        .into_iter()
+        .next()
+        .map(|a| a.short)
+        .unwrap_or_default();
+    if todo.is_empty() {
+        return cut_at_word(&head, TITLE_LIMIT);
+    }
+    let room = TITLE_LIMIT.saturating_sub(todo.chars().count() + 3);
+    format!("{} — {todo}", cut_at_word(&head, room))
 }
 
-const TEXT_INTRO: &str = "The evidence record (schema in `docs/evidence-record.md`): the same JSON `flakegate check --format json` prints, for an agent to act on.\n\n";
+/// The intro of the check run's `text`, linking to the record's schema.
+fn text_intro() -> String {
+    format!(
+        "The evidence record ([its schema]({})): the same JSON `flakegate check --format json` prints, for an agent to act on.\n\n",
+        links::doc("evidence-record.md", None)
+    )
+}
 
 /// The check run's `text`: a short intro and the evidence record in a fenced
 /// JSON block, at most `limit` bytes. When the record does not fit, a compact
@@ -181,7 +194,7 @@ const TEXT_INTRO: &str = "The evidence record (schema in `docs/evidence-record.m
 pub fn text(report: &Report, limit: usize) -> String {
     let record = json(report);
     let fence = json_fence(&record);
-    let full = format!("{TEXT_INTRO}{fence}json\n{record}{fence}\n");
+    let full = format!("{}{fence}json\n{record}{fence}\n", text_intro());
     if full.len() <= limit {
         return full;
     }

@@ -2,10 +2,10 @@
 //! expired freezes, unowned unstable tests, and what the patch did to its own evidence — or
 //! that the blind spot is gone. Nothing to say and no earlier comment: no comment.
 
+use super::actions;
 use super::markdown;
-use super::words::{line_ranges, truncate, unmentioned};
-use crate::gate::config::{handle_for, is_handle, Config};
-use crate::gate::inert;
+use super::words::{line_ranges, locations, truncate};
+use crate::gate::config::{handle_for, Config};
 use crate::gate::report::{Report, Verdict};
 use crate::github::OUTPUT_MAX_BYTES;
 use serde::Serialize;
@@ -14,20 +14,9 @@ use std::collections::BTreeSet;
 /// The hidden marker the sticky comment starts with; the App finds its comment by it.
 pub const COMMENT_MARKER: &str = "<!-- flakegate:comment -->";
 
-fn todo(action: &str) -> String {
-    match action {
-        "re-probe" => "re-probe: run the tests on base again (`flakegate probe`) and update their ledger entries with what it shows".into(),
-        "fix" => "fix: make the tests stable, then remove their freeze so they witness changes again".into(),
-        "renew" => "renew: the freeze has expired; re-probe and renew the entry, or fix the test and remove it".into(),
-        "add-test" => "add-test: add a stable test that executes the named lines".into(),
-        // The template shows these as our own markdown: anything else is made inert.
-        other => inert::text(other),
-    }
-}
-
 #[derive(Serialize)]
 struct PatchReasonCtx {
-    code: String,
+    code: &'static str,
     blocks: bool,
     message: String,
     at: Vec<String>,
@@ -35,11 +24,10 @@ struct PatchReasonCtx {
 
 #[derive(Serialize)]
 struct OwnerCtx {
+    /// Our markdown: the handle when mentioned, else the name in bold.
     who: String,
-    mention: bool,
     tests: Vec<String>,
     why: Vec<String>,
-    todo: Vec<String>,
     lines: Vec<String>,
     /// Per test the flake history knew: what its judgement rests on ("test: failed 3 of 212 …").
     history: Vec<String>,
@@ -61,11 +49,13 @@ fn history_of(report: &Report, tests: &BTreeSet<&str>) -> Vec<String> {
 #[derive(Serialize)]
 struct ExpiredCtx {
     test: String,
+    /// Our markdown: the handle when mentioned, else the name in bold.
     who: String,
-    mention: bool,
     expires: String,
     days_past: i64,
     waived: bool,
+    /// The probe shows the test failing every run on base: broken, not flaky.
+    broken: bool,
 }
 
 /// Where the given tests are the only witnesses of blind lines: `path:ranges`.
@@ -89,41 +79,44 @@ fn lines_of(report: &Report, tests: &BTreeSet<&str>) -> Vec<String> {
 
 /// The sticky comment's body, or None when there is nothing to say and no
 /// earlier comment to correct. `previous` is the body of the comment already
-/// on the pull request, if any.
-pub(crate) fn comment_body(report: &Report, config: &Config, previous: Option<&str>) -> Option<String> {
+/// on the pull request, if any; `check_run` the web address of the check run it summarises.
+pub(crate) fn comment_body(
+    report: &Report,
+    config: &Config,
+    previous: Option<&str>,
+    check_run: Option<&str>,
+) -> Option<String> {
+    let owners_mentioned = actions::mention(config, actions::owners_block(report));
     let mut owners: Vec<OwnerCtx> = report
         .blind_owners
         .iter()
         .map(|o| {
-            let handle = o.handle.as_deref().filter(|h| is_handle(h));
             let tests: BTreeSet<&str> = o.tests.iter().map(|t| t.as_str()).collect();
-            let actions: BTreeSet<&str> = o.actions.iter().map(|a| a.as_str()).collect();
             let why: BTreeSet<&str> = o.why.iter().map(|w| w.as_str()).collect();
             OwnerCtx {
-                who: handle.map(str::to_string).unwrap_or_else(|| unmentioned(&o.owner)),
-                mention: handle.is_some(),
+                who: actions::who(&o.owner, o.handle.as_deref(), owners_mentioned),
                 lines: lines_of(report, &tests),
                 history: history_of(report, &tests),
                 tests: tests.into_iter().map(str::to_string).collect(),
                 why: why.into_iter().map(str::to_string).collect(),
-                todo: actions.into_iter().map(todo).collect(),
             }
         })
         .collect();
-    let key = |o: &OwnerCtx| o.who.trim_start_matches('@').to_lowercase();
+    let key = |o: &OwnerCtx| o.who.trim_start_matches(['@', '*']).to_lowercase();
     owners.sort_by(|a, b| key(a).cmp(&key(b)).then_with(|| a.tests.cmp(&b.tests)));
     let mut expired: Vec<ExpiredCtx> = report
         .expired
         .iter()
         .map(|e| {
-            let handle = handle_for(&e.owner, config).filter(|h| is_handle(h));
+            let handle = handle_for(&e.owner, config);
+            let must_act = actions::expired_block(report) && !e.waived_by_probe;
             ExpiredCtx {
                 test: e.test.clone(),
-                mention: handle.is_some(),
-                who: handle.unwrap_or_else(|| unmentioned(&e.owner)),
+                who: actions::who(&e.owner, handle.as_deref(), actions::mention(config, must_act)),
                 expires: e.expires.clone(),
                 days_past: e.days_past,
                 waived: e.waived_by_probe,
+                broken: actions::broken_on_base(report, &e.test),
             }
         })
         .collect();
@@ -144,10 +137,10 @@ pub(crate) fn comment_body(report: &Report, config: &Config, previous: Option<&s
         .iter()
         .filter(|r| r.code.is_about_the_patchs_evidence())
         .map(|r| PatchReasonCtx {
-            code: r.code.as_str().to_string(),
+            code: r.code.as_str(),
             blocks: r.verdict.blocks(),
             message: r.message.clone(),
-            at: r.locations.iter().take(5).map(|l| l.to_string()).collect(),
+            at: locations(&r.locations, 5),
         })
         .collect();
 
@@ -172,10 +165,16 @@ pub(crate) fn comment_body(report: &Report, config: &Config, previous: Option<&s
             t.render(minijinja::context! {
                 marker => minijinja::Value::from_safe_string(COMMENT_MARKER.to_string()),
                 verdict => report.verdict.as_str(),
+                headline => actions::headline(report),
                 blocks => report.verdict.blocks(),
+                check_run => minijinja::Value::from_safe_string(match check_run {
+                    Some(url) => format!("[the `flakegate` check run]({})", url.replace(['(', ')', ' ', '<', '>'], "")),
+                    None => "the `flakegate` check run".to_string(),
+                }),
                 head_sha => report.head_sha,
                 state => state,
                 owners => owners,
+                actions => minijinja::Value::from_serialize(actions::actions(report, config)),
                 expired => expired,
                 unowned => unowned,
                 unowned_history => unowned_history,

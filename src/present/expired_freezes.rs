@@ -28,18 +28,22 @@ struct ExpiringCtx {
 }
 
 /// The body of the expired-freezes issue for `notice`, read from `ledger` on `branch` on `today`.
+/// An expired freeze blocks every pull request, so its owners must act: they are mentioned
+/// unless `mentions` is `never`.
 pub fn expired_freezes_body(
     notice: &crate::gate::expiry::ExpiryNotice,
     ledger: &str,
     branch: &str,
     today: chrono::NaiveDate,
+    mentions: crate::gate::config::Mentions,
 ) -> String {
+    let notify = mentions != crate::gate::config::Mentions::Never;
     let entries: Vec<ExpiringCtx> = notice
         .entries
         .iter()
         .map(|e| ExpiringCtx {
             test: e.test.clone(),
-            mention: e.handle.is_some(),
+            mention: notify && e.handle.is_some(),
             who: e.handle.clone().unwrap_or_else(|| unmentioned(&e.owner)),
             expires: e.expires.to_string(),
             expired: e.expired,
@@ -52,7 +56,7 @@ pub fn expired_freezes_body(
         .mentions
         .iter()
         .map(String::as_str)
-        .filter(|h| is_handle(h))
+        .filter(|h| notify && is_handle(h))
         .collect();
     let mut env = markdown::environment();
     env.add_template("expired-freezes.md.j2", markdown::EXPIRED_FREEZES)
@@ -66,8 +70,9 @@ pub fn expired_freezes_body(
                 ledger => ledger,
                 branch => branch,
                 warning_days => notice.warning_days,
-                unmapped => notice.entries.iter().any(|e| e.handle.is_none()),
+                unmapped => notify && notice.entries.iter().any(|e| e.handle.is_none()),
                 mentions => mentions,
+                docs => minijinja::Value::from_safe_string(super::links::docs()),
                 entries => entries,
             })
         })

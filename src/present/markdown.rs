@@ -1,8 +1,10 @@
 //! Markdown from the `templates/`: the environment every template renders in (strings from the
 //! pull request inert by default), the bundled templates, and `--format markdown`.
 
+use super::actions;
+use super::links;
 use super::words::line_ranges;
-use crate::gate::config::is_handle;
+use crate::gate::config::{is_handle, Config};
 use crate::gate::inert;
 use crate::gate::report::{Report, Verdict};
 use anyhow::Context as _;
@@ -34,6 +36,9 @@ fn verdict_icon(v: Verdict) -> &'static str {
 /// - `code_cell`: the same for a table cell (`|` escaped too);
 /// - `md`: [`inert::text`] marked safe, for a piece of a `~` concatenation that is then
 ///   marked `safe` as a whole;
+/// - `msg`: a message flakegate wrote around strings from the pull request, its `` `…` ``
+///   pairs as code spans ([`inert::message`]);
+/// - `reason_link`: a reason code as a code span linking to its explanation;
 /// - `mention`: a GitHub handle (`@user`, `@org/team`) as it is, anything else inert; only
 ///   for owners the base ledger, base CODEOWNERS or the config's `owners` name;
 /// - `safe` (built in): our own markup, never a string from the pull request;
@@ -60,6 +65,14 @@ pub fn environment() -> minijinja::Environment<'static> {
     env.add_filter("code", |s: String| Value::from_safe_string(inert::code(&s)));
     env.add_filter("code_cell", |s: String| Value::from_safe_string(inert::code_cell(&s)));
     env.add_filter("md", |s: String| Value::from_safe_string(inert::text(&s)));
+    env.add_filter("msg", |s: String| Value::from_safe_string(inert::message(&s)));
+    env.add_filter("reason_link", |s: String| {
+        let code = crate::gate::report::ReasonCode::ALL.iter().find(|c| c.as_str() == s);
+        Value::from_safe_string(match code {
+            Some(c) => format!("[{}]({})", inert::code(c.as_str()), links::reason(*c)),
+            None => inert::code(&s),
+        })
+    });
     env.add_filter("mention", |s: String| {
         Value::from_safe_string(if is_handle(&s) { s } else { inert::text(&s) })
     });
@@ -73,8 +86,12 @@ pub fn environment() -> minijinja::Environment<'static> {
     env
 }
 
-/// Render a markdown template against the record.
-pub fn markdown(report: &Report, name: &str, templates: Option<&Path>) -> anyhow::Result<String> {
+/// Render a markdown template against the record. Besides the record `r`, the context holds
+/// what the check-summary template leads with: `headline`, `merge_line`, `actions` (who must do
+/// what, mentions as `config.mentions` says), `probed`, `stable_passed` (the stable witnesses
+/// that did not fail on head), `docs` (the project's docs) and `probe_matters` (whether the
+/// verdict rests on witnesses that passed every probe run, which K runs can miss a flake in).
+pub fn markdown(report: &Report, config: &Config, name: &str, templates: Option<&Path>) -> anyhow::Result<String> {
     let source = match templates.map(|d| d.join(name)) {
         Some(p) if p.is_file() => {
             std::fs::read_to_string(&p).with_context(|| format!("reading template {}", p.display()))?
@@ -88,11 +105,29 @@ pub fn markdown(report: &Report, name: &str, templates: Option<&Path>) -> anyhow
     env.add_template_owned(name.to_string(), source)
         .with_context(|| format!("template {name}"))?;
     let tmpl = env.get_template(name)?;
+    let failed: std::collections::BTreeSet<&str> = report.results.failures.iter().map(|f| f.test.as_str()).collect();
+    let stable_passed: Vec<&str> = report
+        .witnesses
+        .stable
+        .iter()
+        .map(|t| t.as_str())
+        .filter(|t| !failed.contains(t))
+        .collect();
+    let actions: Vec<actions::Action> = actions::actions(report, config);
     let out = tmpl
         .render(minijinja::context! {
             r => minijinja::Value::from_serialize(report),
             verdict_icon => minijinja::Value::from_safe_string(verdict_icon(report.verdict).to_string()),
             blocks => report.verdict.blocks(),
+            headline => actions::headline(report),
+            merge_line => minijinja::Value::from_safe_string(actions::merge_line(report.verdict).to_string()),
+            actions => minijinja::Value::from_serialize(&actions),
+            probed => report.probe.is_some(),
+            // Only a verdict that rests on witnesses the probe saw pass can be wrong by what it
+            // missed; a blocking verdict rests on something else.
+            probe_matters => report.probe.is_some() && !stable_passed.is_empty() && !report.verdict.blocks(),
+            stable_passed => stable_passed,
+            docs => minijinja::Value::from_safe_string(links::docs()),
         })
         .with_context(|| format!("rendering template {name}"))?;
     Ok(if out.ends_with('\n') { out } else { out + "\n" })

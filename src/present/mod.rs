@@ -5,12 +5,18 @@
 //! field is cut to GitHub's limits here; `worker::post` sends what this makes and
 //! `cli::check` prints it.
 
+mod actions;
 pub(crate) mod annotations;
 pub(crate) mod check_run;
 pub mod comment;
 pub(crate) mod expired_freezes;
+#[cfg(test)]
+mod gfm;
+pub(crate) mod links;
 pub(crate) mod markdown;
 pub(crate) mod record;
+#[cfg(test)]
+mod rendered_tests;
 pub(crate) mod shared_head;
 pub(crate) mod terminal;
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! JSON.
 
 use super::{markdown, terminal};
+use crate::gate::config::Config;
 use crate::gate::report::Report;
 use std::path::Path;
 
@@ -14,11 +15,11 @@ pub enum Format {
     Json,
 }
 
-pub fn render(report: &Report, format: Format, templates: Option<&Path>) -> anyhow::Result<String> {
+pub fn render(report: &Report, config: &Config, format: Format, templates: Option<&Path>) -> anyhow::Result<String> {
     match format {
         Format::Json => Ok(json(report)),
         Format::Text => Ok(terminal::text(report)),
-        Format::Markdown => markdown::markdown(report, "check-summary.md.j2", templates),
+        Format::Markdown => markdown::markdown(report, config, "check-summary.md.j2", templates),
     }
 }
 

@@ -1,5 +1,5 @@
 //! The table a check run shows when several open pull requests share its head: each pull
-//! request's base and verdict, above the summary of the worst.
+//! request's base and verdict, in the summary of the worst (after its headline and actions).
 
 use super::words::truncate;
 use crate::gate::inert;
@@ -40,7 +40,12 @@ pub fn shared_head(mut fields: CheckRunFields, lines: &[SharedHeadLine<'_>], dec
     }
     table.push('\n');
     if let Some(out) = &mut fields.output {
-        out.summary = truncate(&format!("{table}{}", out.summary), OUTPUT_MAX_BYTES);
+        // After the headline and who must act (which lead every summary), before the reasons.
+        let joined = match out.summary.find("\n### Reasons") {
+            Some(at) => format!("{}\n{table}{}", &out.summary[..at], &out.summary[at..]),
+            None => format!("{table}{}", out.summary),
+        };
+        out.summary = truncate(&joined, OUTPUT_MAX_BYTES);
     }
     fields
 }

@@ -20,8 +20,10 @@ pub fn text_with(r: &Report, color: bool) -> String {
     let mut s = String::new();
     verdict(&mut s, r, color);
     let _ = writeln!(s, "\nfiles:");
+    // Without a probe nothing measured stability: a witness that passed is "not probed".
+    let stable = if r.probe.is_some() { "stable" } else { "not probed" };
     for f in &r.files {
-        file(&mut s, f);
+        file(&mut s, f, stable);
     }
     owners_and_expired(&mut s, r);
     probe(&mut s, r);
@@ -79,7 +81,7 @@ fn verdict(s: &mut String, r: &Report, color: bool) {
 
 /// One file: how its change was measured, each executable changed line with its witnesses,
 /// and its deletions.
-fn file(s: &mut String, f: &FileReport) {
+fn file(s: &mut String, f: &FileReport, stable: &str) {
     let from = f
         .old_path
         .as_ref()
@@ -93,7 +95,7 @@ fn file(s: &mut String, f: &FileReport) {
         FileEvidence::NoExecutableChange => "no executable change".to_string(),
         FileEvidence::Blind => format!("BLIND: {}", ol(f.blind_reason.as_deref().unwrap_or(""))),
         FileEvidence::Measured => format!(
-            "{} changed, {} executable: {} stable, {} frozen-only, {} uncovered, {} excluded{}",
+            "{} changed, {} executable: {} {stable}, {} frozen-only, {} uncovered, {} excluded{}",
             f.changed_lines.len(),
             f.executable_changed_lines.len(),
             f.stable_lines.len(),
@@ -111,7 +113,7 @@ fn file(s: &mut String, f: &FileReport) {
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default();
     let _ = writeln!(s, "  {}{from} [{status}] {how}", ol(&f.path));
-    changed_lines(s, f);
+    changed_lines(s, f, stable);
     for d in &f.deletions {
         let _ = writeln!(
             s,
@@ -130,13 +132,13 @@ fn file(s: &mut String, f: &FileReport) {
 
 /// A file's executable changed lines: class and the witnesses the record lists (with their
 /// phases when not only `run`), and how many more there are.
-fn changed_lines(s: &mut String, f: &FileReport) {
+fn changed_lines(s: &mut String, f: &FileReport, stable: &str) {
     for l in &f.lines {
         if !f.executable_changed_lines.contains(&l.line) {
             continue;
         }
         let class = match l.class {
-            LineClass::Stable => "stable",
+            LineClass::Stable => stable,
             LineClass::FrozenOnly => "FROZEN-ONLY",
             LineClass::Uncovered => "UNCOVERED",
             LineClass::Excluded => "EXCLUDED",
@@ -152,7 +154,11 @@ fn changed_lines(s: &mut String, f: &FileReport) {
                 } else {
                     format!(" |{}", phases.join(","))
                 };
-                format!("{} ({}{phase})", ol(w.test.as_str()), status_word(w.status))
+                let word = match w.status {
+                    crate::gate::report::WitnessStatus::Stable => stable,
+                    other => status_word(other),
+                };
+                format!("{} ({word}{phase})", ol(w.test.as_str()))
             })
             .collect();
         // As the record lists them: the first few, and how many more.
@@ -181,10 +187,12 @@ fn owners_and_expired(s: &mut String, r: &Report) {
                 ol(&e.test),
                 ol(&e.owner),
                 ol(&e.expires),
-                if e.waived_by_probe {
-                    ", but the probe shows it stable"
-                } else {
+                if !e.waived_by_probe {
                     ""
+                } else if super::actions::broken_on_base(r, &e.test) {
+                    ", and the probe shows it failing every run: fix it, then remove the entry"
+                } else {
+                    ", but the probe shows it stable: prune the entry"
                 }
             );
         }

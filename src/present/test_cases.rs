@@ -18,6 +18,11 @@ pub(super) fn case_with(name: &str, config: &Config) -> Report {
 
 /// The gate on a fixture directory (a case, or an entry of the agent-proofing corpus).
 pub(super) fn report_of(dir: &std::path::Path, config: &Config) -> Report {
+    report_probed(dir, config, true)
+}
+
+/// [`report_of`], with the shared base probe or without any (`probed`).
+pub(super) fn report_probed(dir: &std::path::Path, config: &Config, probed: bool) -> Report {
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("case.json")).unwrap()).unwrap();
     let today = chrono::NaiveDate::parse_from_str(meta["today"].as_str().unwrap(), "%Y-%m-%d").unwrap();
@@ -36,7 +41,7 @@ pub(super) fn report_of(dir: &std::path::Path, config: &Config) -> Report {
         dir: None,
         coverage: Some(ev.join("coverage.json")),
         results: vec![ev.join("results")],
-        probe: Some(fixtures().join("probe/reportlog")),
+        probe: probed.then(|| fixtures().join("probe/reportlog")),
         meta: None,
         read_once: None,
     };
@@ -53,6 +58,24 @@ pub(super) fn report_of(dir: &std::path::Path, config: &Config) -> Report {
         workflow: None,
     };
     crate::gate::evaluate(&input)
+}
+
+/// Every fixture directory the gate can be run on: the cases, then the corpus, by name.
+pub(super) fn all_fixture_dirs() -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    for group in ["cases", "corpus"] {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(fixtures().join(group))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|d| d.join("case.json").is_file() && d.join("diff.patch").is_file())
+            .collect();
+        dirs.sort();
+        for d in dirs {
+            let name = d.file_name().unwrap().to_string_lossy().into_owned();
+            out.push((name, d));
+        }
+    }
+    out
 }
 
 pub(super) fn case(name: &str) -> Report {

@@ -8,6 +8,38 @@ pub(super) fn line_ranges(lines: &[u32]) -> String {
     crate::gate::report::line_list(lines)
 }
 
+/// Places as `file:4-7, 9` (or `file` alone), one per file in order of first appearance, the
+/// first `max` files; the columns are dropped.
+pub(super) fn locations(locs: &[crate::gate::error::Location], max: usize) -> Vec<String> {
+    let mut files: Vec<(&str, Vec<u32>, bool)> = Vec::new();
+    for l in locs {
+        let i = match files.iter().position(|(f, _, _)| *f == l.file) {
+            Some(i) => i,
+            None => {
+                files.push((&l.file, Vec::new(), false));
+                files.len() - 1
+            }
+        };
+        match l.line {
+            Some(n) => files[i].1.push(n as u32),
+            None => files[i].2 = true,
+        }
+    }
+    files
+        .into_iter()
+        .take(max)
+        .map(|(f, mut lines, _)| {
+            lines.sort_unstable();
+            lines.dedup();
+            if lines.is_empty() {
+                f.to_string()
+            } else {
+                format!("{f}:{}", line_ranges(&lines))
+            }
+        })
+        .collect()
+}
+
 /// Cut text to at most `limit` bytes on a line boundary, with a note saying so.
 pub(super) fn truncate(text: &str, limit: usize) -> String {
     if text.len() <= limit {
@@ -21,6 +53,20 @@ pub(super) fn truncate(text: &str, limit: usize) -> String {
     }
     let cut = text[..cut].rfind('\n').unwrap_or(cut);
     format!("{}{NOTE}", &text[..cut])
+}
+
+/// Cut `s` to at most `max` characters at a word, ending with `…` when cut (mid-word only when
+/// one word is longer than that).
+pub(super) fn cut_at_word(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let kept: String = s.chars().take(max.saturating_sub(1)).collect();
+    let at = match kept.rfind(' ') {
+        Some(i) if i > 0 => i,
+        _ => return cut_chars(s, max),
+    };
+    format!("{}…", kept[..at].trim_end_matches([',', ';', ':', ' ']))
 }
 
 /// Cut `s` to at most `max` characters, ending with `…` when cut.
@@ -67,6 +113,26 @@ mod tests {
     fn ranges() {
         assert_eq!(line_ranges(&[]), "");
         assert_eq!(line_ranges(&[1, 2, 3, 5, 7, 8]), "1-3, 5, 7-8");
+    }
+
+    #[test]
+    fn locations_are_compacted_per_file() {
+        use crate::gate::error::Location;
+        let at = |f: &str, l: Option<usize>| Location {
+            file: f.into(),
+            line: l,
+            column: None,
+        };
+        let locs = [
+            at("a.py", Some(5)),
+            at("a.py", Some(4)),
+            at("b.py", None),
+            at("a.py", Some(6)),
+            at("a.py", Some(7)),
+            at("a.py", Some(9)),
+        ];
+        assert_eq!(locations(&locs, 5), ["a.py:4-7, 9", "b.py"]);
+        assert_eq!(locations(&locs, 1), ["a.py:4-7, 9"]);
     }
 
     #[test]

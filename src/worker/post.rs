@@ -66,6 +66,11 @@ fn check_run_subject(id: u64) -> String {
     format!("check_run/{id}")
 }
 
+/// The store's name for check run `id`'s web address (which the comment links to).
+fn check_run_url_subject(id: u64) -> String {
+    format!("check_run/{id}/html_url")
+}
+
 /// What identifies an annotation already on a check run: everything GitHub shows of it.
 fn annotation_digest(a: &Annotation) -> String {
     let json = serde_json::to_string(a).expect("annotations serialise");
@@ -141,7 +146,7 @@ impl Worker {
             _ => shown,
         };
         let fields = with_table(fields, &rows, decisive.pr);
-        let run = self.upsert_check(t, head, &fields).await?;
+        let (run, link) = self.upsert_check_linked(t, head, &fields).await?;
         tracing::info!(
             check_run = run,
             conclusion = fields.conclusion.map_or("", |c| c.as_str()),
@@ -151,7 +156,8 @@ impl Worker {
         );
         for (pr, j) in judged {
             if let Judged::Report(report, config) = j {
-                self.publish_comment(t, PullNumber(pr.number), report, config).await?;
+                self.publish_comment(t, PullNumber(pr.number), report, config, link.as_deref())
+                    .await?;
             }
         }
         Ok(())
@@ -168,6 +174,17 @@ impl Worker {
         head: &CommitSha,
         fields: &CheckRunFields,
     ) -> Result<u64, Failure> {
+        self.upsert_check_linked(t, head, fields).await.map(|(id, _)| id)
+    }
+
+    /// [`Self::upsert_check`], also returning the check run's web address when GitHub just
+    /// gave it (not when this job had already sent the same and nothing was sent again).
+    async fn upsert_check_linked(
+        &self,
+        t: &Target,
+        head: &CommitSha,
+        fields: &CheckRunFields,
+    ) -> Result<(u64, Option<String>), Failure> {
         let repo = t.repo.to_string();
         let digests: Vec<String> = fields
             .output
@@ -185,7 +202,12 @@ impl Worker {
                 // would only notify everyone twice. Another delivery (a re-evaluation asked
                 // for) still updates the check run.
                 tracing::info!(check_run = id, "check run already shows this; not sent again");
-                return Ok(id);
+                let url = self
+                    .store
+                    .publication(&repo, &check_run_url_subject(id))
+                    .await
+                    .map_err(store_err)?;
+                return Ok((id, url));
             }
             let sent = self
                 .store
@@ -217,7 +239,8 @@ impl Worker {
                         .set_publication(&repo, &subject, &content)
                         .await
                         .map_err(store_err)?;
-                    return Ok(run.id);
+                    self.remember_url(&repo, run.id, run.html_url.as_deref()).await?;
+                    return Ok((run.id, run.html_url));
                 }
                 Err(GithubError::NotFound(_)) => tracing::warn!(check_run = id, "stored check run is gone"),
                 Err(e) => return Err(e.into()),
@@ -232,7 +255,8 @@ impl Worker {
             Some(run) if run.annotations_count() == 0 => {
                 let run = t.client.update_check_run(&t.repo, run.id, fields).await?;
                 self.remember_check(&repo, head, run.id, &digests, &content).await?;
-                Ok(run.id)
+                self.remember_url(&repo, run.id, run.html_url.as_deref()).await?;
+                Ok((run.id, run.html_url))
             }
             _ => self.create_check(t, head, fields, &digests).await,
         }
@@ -244,12 +268,24 @@ impl Worker {
         head: &CommitSha,
         fields: &CheckRunFields,
         digests: &[String],
-    ) -> Result<u64, Failure> {
+    ) -> Result<(u64, Option<String>), Failure> {
         let run = t.client.create_check_run(&t.repo, head, fields).await?;
         let content = self.sent_by_this_job(fields);
         self.remember_check(&t.repo.to_string(), head, run.id, digests, &content)
             .await?;
-        Ok(run.id)
+        self.remember_url(&t.repo.to_string(), run.id, run.html_url.as_deref())
+            .await?;
+        Ok((run.id, run.html_url))
+    }
+
+    /// Keep check run `id`'s web address, so that a job that runs again links the comment to
+    /// it as before (nothing is sent to the check run then, so GitHub does not say it again).
+    async fn remember_url(&self, repo: &str, id: u64, url: Option<&str>) -> Result<(), Failure> {
+        let Some(url) = url else { return Ok(()) };
+        self.store
+            .set_publication(repo, &check_run_url_subject(id), url)
+            .await
+            .map_err(store_err)
     }
 
     /// What the store records as sent to a check run: the job in hand and a digest of
@@ -290,11 +326,12 @@ impl Worker {
         pr: PullNumber,
         report: &Report,
         config: &Config,
+        check_run: Option<&str>,
     ) -> Result<(), Failure> {
         let repo = t.repo.to_string();
         let stored = self.store.comment(&repo, pr.0).await.map_err(store_err)?;
         if let Some(st) = stored {
-            let Some(body) = comment_body(report, config, Some("")) else {
+            let Some(body) = comment_body(report, config, Some(""), check_run) else {
                 return Ok(());
             };
             let sha = sha256_hex(&body);
@@ -311,7 +348,7 @@ impl Worker {
         }
         let found = t.client.find_comment_with_marker(&t.repo, pr, COMMENT_MARKER).await?;
         let previous = found.as_ref().map(|c| c.body.clone().unwrap_or_default());
-        let Some(body) = comment_body(report, config, previous.as_deref()) else {
+        let Some(body) = comment_body(report, config, previous.as_deref(), check_run) else {
             return Ok(());
         };
         let sha = sha256_hex(&body);

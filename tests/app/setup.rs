@@ -240,6 +240,11 @@ async fn setup_for_an_organization_prints_the_fly_line_and_refuses_strangers() {
         .await
         .unwrap();
     assert_eq!(forged.status(), 400);
+    let page = forged.text().await.unwrap();
+    assert!(
+        page.contains("is still waiting") && !page.contains("Setup failed"),
+        "{page}"
+    );
     // A page reached under another name (DNS rebinding) gets nothing.
     let rebound = http
         .get(&run.url)
@@ -507,6 +512,44 @@ async fn setup_page_works_in_headless_chromium() {
     )
     .await;
     wd(&http, post.clone(), format!("{s}/url"), Some(json!({ "url": run.url }))).await;
+    wd(
+        &http,
+        post.clone(),
+        format!("{s}/window/rect"),
+        Some(json!({ "width": 1000, "height": 1500 })),
+    )
+    .await;
+    // The form as a person sees it, kept beside the build's other outputs to look at.
+    let shot = wd(&http, reqwest::Method::GET, format!("{s}/screenshot"), None).await;
+    let png = base64::Engine::decode(
+        &base64::engine::general_purpose::STANDARD,
+        shot.as_str().expect("a screenshot"),
+    )
+    .expect("base64");
+    assert!(png.starts_with(b"\x89PNG"), "a PNG");
+    let shot_path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("setup-page.png");
+    std::fs::write(&shot_path, &png).unwrap();
+    let body = wd(
+        &http,
+        post.clone(),
+        format!("{s}/element"),
+        Some(json!({ "using": "css selector", "value": "body" })),
+    )
+    .await;
+    let body = body[ELEMENT].as_str().unwrap().to_owned();
+    let text = wd(&http, reqwest::Method::GET, format!("{s}/element/{body}/text"), None).await;
+    let text = text.as_str().unwrap();
+    for said in [
+        "your personal account",
+        "unique across all of GitHub",
+        "read and write",
+        "pull_request",
+        "waits 15 minutes",
+        "Next:",
+    ] {
+        assert!(text.contains(said), "the page says {said:?}: {text}");
+    }
+    assert!(!text.contains("\"default_permissions\""), "no JSON blob: {text}");
     let button = wd(
         &http,
         post.clone(),

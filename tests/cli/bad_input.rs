@@ -183,7 +183,15 @@ fn garbage_coverage_is_inconclusive() {
         let c = write(t.path(), name, bytes);
         let (code, out, err) = check(&good_diff(), &c, &[]);
         assert_eq!(code, 1, "{name}: {err}");
-        assert_eq!(reasons(&out)[0].0, "missing_evidence", "{name}: {out}");
+        let r = reasons(&out);
+        assert_eq!(r[0].0, "missing_evidence", "{name}: {out}");
+        // The error names its file once.
+        assert_eq!(
+            r[0].1.matches(&c.display().to_string()).count(),
+            1,
+            "{name}: {}",
+            r[0].1
+        );
     }
 }
 

@@ -395,3 +395,72 @@ fn stubs_markers_and_deleted_files_need_no_evidence() {
     let notes = v["notes"].to_string();
     assert!(notes.contains("src/shop/legacy_rates.py is deleted"), "{notes}");
 }
+
+fn flakegate_in(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_flakegate"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run flakegate")
+}
+
+/// Inside a repository, `check` reads its `.github/flake-ledger.json` and
+/// `.github/flakegate.yml` by default, as `probe` and `ledger` do.
+#[test]
+fn check_reads_the_repositorys_ledger_and_config_by_default() {
+    let t = tempfile::tempdir().unwrap();
+    let repo = t.path();
+    let ev = root().join("examples/shop/evidence");
+    let diff = root().join("examples/shop/pr.diff");
+    let args = [
+        "check",
+        "--format",
+        "json",
+        ev.to_str().unwrap(),
+        "--diff",
+        diff.to_str().unwrap(),
+    ];
+    let json = |out: &Output| -> Value {
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
+    };
+    // No ledger anywhere: nothing is frozen, so nobody is named.
+    let bare = json(&flakegate_in(repo, &args));
+    assert!(bare["blind_owners"].as_array().unwrap().is_empty(), "{bare:#}");
+
+    std::fs::create_dir(repo.join(".github")).unwrap();
+    std::fs::copy(
+        root().join("examples/shop/flake-ledger.json"),
+        repo.join(".github/flake-ledger.json"),
+    )
+    .unwrap();
+    let out = flakegate_in(repo, &args);
+    assert_eq!(out.status.code(), Some(0));
+    let with_ledger = json(&out);
+    assert_eq!(with_ledger["verdict"], "PASS_WITH_CAVEAT");
+    assert_eq!(
+        with_ledger["blind_owners"][0]["handle"], "@shop/payments",
+        "{with_ledger:#}"
+    );
+
+    std::fs::write(
+        repo.join(".github/flakegate.yml"),
+        "policy:\n  signals:\n    some_frozen: inconclusive\n",
+    )
+    .unwrap();
+    let out = flakegate_in(repo, &args);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json(&out)["verdict"], "INCONCLUSIVE");
+}
+
+/// A mistyped evidence directory is a usage error (exit 2), not missing evidence.
+#[test]
+fn a_mistyped_evidence_directory_is_a_usage_error() {
+    let out = flakegate(&["check", "examples/shop/evidense", "--diff", "examples/shop/pr.diff"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("examples/shop/evidense: no such evidence directory"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}

@@ -441,24 +441,29 @@ fn renew_records_a_fresh_observation() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
     let ledger = d.join("ledger.json");
-    std::fs::copy(example_ledger(), &ledger).unwrap();
+    // The example's freeze of test_gateway_retry, about to expire.
+    let original = std::fs::read_to_string(example_ledger()).unwrap().replacen(
+        "\"expires\": \"2028-01-31\"",
+        "\"expires\": \"2026-11-25\"",
+        1,
+    );
+    std::fs::write(&ledger, &original).unwrap();
     let probe = example_probe(d, "2026-11-20");
-    let r = flakegate(
-        d,
-        &[
+    let renew = |days: &str, extra: &[&str]| {
+        let mut args = vec![
             "ledger",
             "renew",
             "tests/test_refunds.py::test_gateway_retry",
             "--days",
-            "21",
+            days,
             "--probe",
-            &s(&probe),
-            "--ledger",
-            &s(&ledger),
-            "--today",
-            "2026-11-20",
-        ],
-    );
+        ];
+        let (p, l) = (s(&probe), s(&ledger));
+        args.extend([p.as_str(), "--ledger", l.as_str(), "--today", "2026-11-20"]);
+        args.extend(extra);
+        flakegate(d, &args)
+    };
+    let r = renew("21", &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
         r.stdout.contains("renewed tests/test_refunds.py::test_gateway_retry"),
@@ -473,18 +478,133 @@ fn renew_records_a_fresh_observation() {
         .find(|e| e.test == "tests/test_refunds.py::test_gateway_retry")
         .unwrap();
     assert_eq!(e.observed.as_deref(), Some("2/5 fail on clean base"));
-    assert_eq!(e.frozen_at.unwrap().to_string(), "2026-11-20");
+    // The freeze began when it began: a renewal keeps `frozen_at`.
+    assert_eq!(e.frozen_at.unwrap().to_string(), "2026-11-09");
     assert_eq!(e.expires.to_string(), "2026-12-11");
     assert_eq!(e.owner, "@shop/payments");
-    // Against the canonical form of the original, only that entry's dates changed.
-    let original = std::fs::read_to_string(example_ledger()).unwrap();
+    // Against the canonical form of the original, only that entry's expiry changed.
     let before = flakegate::gate::Ledger::canonical_text(
         &flakegate::gate::ledger::parse_ledger("l", &original, None)
             .unwrap()
             .entries,
     );
     let changed = before.lines().zip(text.lines()).filter(|(a, b)| a != b).count();
-    assert_eq!((changed, before.lines().count()), (2, text.lines().count()), "{text}");
+    assert_eq!((changed, before.lines().count()), (1, text.lines().count()), "{text}");
+
+    // A renewal never shortens a freeze unless told to.
+    let r = renew("3", &[]);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(r.stderr.contains("never shortens a freeze"), "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(&ledger).unwrap(), text);
+    let r = renew("3", &["--shorten"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(std::fs::read_to_string(&ledger)
+        .unwrap()
+        .contains("\"expires\": \"2026-11-23\""));
+}
+
+/// `ledger add` takes a test id of the ledger's kind: `test_total` is no pytest node id.
+#[test]
+fn add_refuses_an_id_that_is_not_a_node_id() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let ledger = d.join("ledger.json");
+    std::fs::copy(example_ledger(), &ledger).unwrap();
+    let l = s(&ledger);
+    let add = |id: &str, extra: &[&str]| {
+        let mut args = vec![
+            "ledger",
+            "add",
+            id,
+            "--owner",
+            "o",
+            "--reason",
+            "r",
+            "--ledger",
+            l.as_str(),
+        ];
+        args.extend(extra);
+        flakegate(d, &args)
+    };
+    let r = add("test_total", &[]);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(
+        r.stderr.contains("test_total is an LCOV test name") && r.stderr.contains("not a pytest node id"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read(&ledger).unwrap(),
+        std::fs::read(example_ledger()).unwrap()
+    );
+    // Said outright, another language's id is taken.
+    let r = add("test_total", &["--id-kind", "lcov"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // In a new ledger, a node id.
+    let fresh = d.join("fresh.json");
+    let r = flakegate(
+        d,
+        &[
+            "ledger",
+            "add",
+            "test_total",
+            "--owner",
+            "o",
+            "--reason",
+            "r",
+            "--ledger",
+            &s(&fresh),
+        ],
+    );
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(!fresh.exists());
+}
+
+/// `ledger add --probe` says so when the probe shows the test passing every run (nothing
+/// shows it flaky) or failing every run (broken, not flaky).
+#[test]
+fn add_from_a_probe_warns_when_the_test_is_not_flaky() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let probe = example_probe(d, "2026-11-20");
+    let ledger = d.join("ledger.json");
+    let add = |id: &str| {
+        flakegate(
+            d,
+            &[
+                "ledger",
+                "add",
+                id,
+                "--owner",
+                "o",
+                "--reason",
+                "r",
+                "--probe",
+                &s(&probe),
+                "--ledger",
+                &s(&ledger),
+                "--today",
+                "2026-11-20",
+            ],
+        )
+    };
+    let broken = add("tests/test_refunds.py::test_refund_rounding_broken");
+    assert_eq!(broken.code, 0, "{}", broken.stderr);
+    assert!(
+        broken.stderr.contains("failing every run") && broken.stderr.contains("broken on base, not flaky"),
+        "{}",
+        broken.stderr
+    );
+    let passing = add("tests/test_pricing.py::test_bulk_discount");
+    assert_eq!(passing.code, 0, "{}", passing.stderr);
+    assert!(
+        passing.stderr.contains("passing every run") && passing.stderr.contains("nothing shows it flaky"),
+        "{}",
+        passing.stderr
+    );
+    let flaky = add("tests/test_refunds.py::test_gateway_retry");
+    assert_eq!(flaky.code, 0, "{}", flaky.stderr);
+    assert!(!flaky.stderr.contains("warning"), "{}", flaky.stderr);
 }
 
 #[test]

@@ -163,3 +163,20 @@ proptest! {
         prop_assert!(c.len() <= max || c == s);
     }
 }
+
+/// A message's `…` pairs become code spans nothing inside can end; the rest is inert text;
+/// unpaired or doubled backticks leave all of it text.
+#[test]
+fn a_message_keeps_its_code_spans_and_nothing_else() {
+    assert_eq!(
+        message("adds a sleep: `time.sleep(1)` in `t_x`"),
+        "adds a sleep: `time.sleep(1)` in `t_x`"
+    );
+    assert_eq!(message("`-p x` and <b>"), "`-p x` and &lt;b&gt;");
+    assert_eq!(message("- list `a` - b"), "\\- list `a` - b");
+    assert_eq!(message("@who `x`"), "@\u{2060}who `x`");
+    assert_eq!(message("one ` only"), text("one ` only"));
+    assert_eq!(message("run ``` here `x`"), text("run ``` here `x`"));
+    assert_eq!(plain("adds `x` to `y`", 100), "adds x to y");
+    assert_eq!(plain("one ` only", 100), "one ` only");
+}

@@ -40,11 +40,17 @@ impl Decision<'_> {
             Reason::new(
                 ReasonCode::SomeFrozen,
                 format!(
-                    "{} of {} witnesses of the changed lines {} frozen or unstable ({}); the rest are stable",
+                    "{} of {} witnesses of the changed lines {} frozen or unstable ({}); the rest {}",
                     not_stable.len(),
                     self.att.union.len(),
                     if not_stable.len() == 1 { "is" } else { "are" },
-                    short_list(&not_stable, 5)
+                    short_list(&not_stable, 5),
+                    // Without a probe nothing measured the rest: never "stable".
+                    if self.ev.probe.is_some() {
+                        "are stable"
+                    } else {
+                        "passed (not probed)"
+                    }
                 ),
             )
             .tests(not_stable),

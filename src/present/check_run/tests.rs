@@ -131,13 +131,21 @@ fn action_and_title_limits() {
         assert!(a.identifier.chars().count() <= ACTION_IDENTIFIER_LIMIT, "{a:?}");
         assert!(!a.label.is_empty() && !a.description.is_empty());
     }
-    let mut r = case("some_frozen");
+    // The title is the verdict, its deciding reason's label and the first action, cut at a
+    // word; a reason's message (which may quote the pull request at any length) is not in it.
+    let mut r = case("frozen_only");
     r.reasons[0].message = "é".repeat(500);
     let t = title(&r);
-    assert_eq!(t.chars().count(), TITLE_LIMIT);
-    assert!(t.starts_with("PASS_WITH_CAVEAT: é") && t.ends_with('…'));
+    assert!(t.chars().count() <= TITLE_LIMIT, "{t}");
+    assert_eq!(
+        t,
+        "INCONCLUSIVE: only frozen or unstable tests execute the changed lines — add a stable test that executes the blind lines"
+    );
+    assert_eq!(cut_at_word("one two three", 10), "one two…");
+    assert_eq!(cut_at_word("averyveryverylongword", 10).chars().count(), 10);
     r.reasons.clear();
-    assert_eq!(title(&r), "PASS_WITH_CAVEAT");
+    r.blind_owners.clear();
+    assert_eq!(title(&r), "INCONCLUSIVE");
 }
 
 #[test]
@@ -298,7 +306,8 @@ fn a_record_of_thousands_of_witnesses_per_line_fits_the_check_run() {
         assert!(a.message.len() <= crate::github::ANNOTATION_MESSAGE_MAX_BYTES);
     }
     // The text output lists the same witnesses per line, and how many more.
-    let text = crate::present::record::render(&r, crate::present::record::Format::Text, None).unwrap();
+    let text =
+        crate::present::record::render(&r, &Config::default(), crate::present::record::Format::Text, None).unwrap();
     assert!(
         text.contains(
             "tests/test_module_00.py::test_case_0000 (stable), tests/test_module_00.py::test_case_0001 (stable), \

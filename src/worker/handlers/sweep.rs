@@ -218,7 +218,7 @@ impl Worker {
                 return Ok(());
             }
         }
-        let body = expired_freezes_body(&notice, &config.ledger, branch, today);
+        let body = expired_freezes_body(&notice, &config.ledger, branch, today, config.mentions);
         let number = self.publish_expiry_issue(t, recorded.as_ref(), &notice, &body).await?;
         self.remember_expiry_issue(&repo, Some(number), key).await
     }
