@@ -22,3 +22,4 @@ pub(crate) mod terminal;
 #[cfg(test)]
 mod test_cases;
 mod words;
+pub(crate) mod workflow_commands;

@@ -13,6 +13,8 @@ pub enum Format {
     Text,
     Markdown,
     Json,
+    /// GitHub Actions workflow commands: annotations on the changed lines and the verdict.
+    Github,
 }
 
 pub fn render(report: &Report, config: &Config, format: Format, templates: Option<&Path>) -> anyhow::Result<String> {
@@ -20,6 +22,7 @@ pub fn render(report: &Report, config: &Config, format: Format, templates: Optio
         Format::Json => Ok(json(report)),
         Format::Text => Ok(terminal::text(report)),
         Format::Markdown => markdown::markdown(report, config, "check-summary.md.j2", templates),
+        Format::Github => Ok(super::workflow_commands::github(report)),
     }
 }
 

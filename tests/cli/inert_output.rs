@@ -119,3 +119,29 @@ fn ledger_fields_are_one_line_on_the_terminal() {
         );
     }
 }
+
+/// As GitHub Actions workflow commands (`--format github`), the hostile pull request's strings
+/// cannot end a command early nor start one of their own: every line is one of ours, the path's
+/// newline is `%0A` inside its `file=` property, and the verdict comes last.
+#[test]
+fn workflow_commands_keep_every_hostile_string_inside_its_own_command() {
+    let h = hostile::build(&root().join("tests/fixtures"));
+    let (code, out, err) = check(&h, "github");
+    assert_eq!(code, 1, "blocking, as in markdown: {err}\n{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines.len() >= 2, "{out}");
+    for l in &lines {
+        let ours = ["::error ", "::warning ", "::notice "].iter().any(|p| l.starts_with(p));
+        assert!(ours, "a line that is not one of our commands: {l:?}\n{out}");
+        let (props, message) = l.split_once("::").and_then(|(_, r)| r.split_once("::")).unwrap();
+        assert!(!props.contains('\r') && !message.contains('\r'), "{l:?}");
+        assert!(props.split(',').all(|p| p.contains('=')), "{l:?}");
+    }
+    assert!(
+        out.contains("file=src/shop/x%0A"),
+        "the path's newline is escaped in its property:\n{out}"
+    );
+    let last = lines.last().unwrap();
+    assert!(last.starts_with("::error title=flakegate::INCONCLUSIVE: "), "{last}");
+    assert!(last.ends_with(". This blocks merge."), "{last}");
+}
