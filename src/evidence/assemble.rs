@@ -63,8 +63,9 @@ pub trait Sources {
     }
     /// A file at the base (CODEOWNERS), `None` when it is absent or this face reads no base.
     async fn base_file(&self, path: &str) -> Result<Option<Named>, Self::Error>;
-    /// A changed source file as the head has it, `None` when it is absent or this face
-    /// does not know the head's files (then headers are judged from coverage alone).
+    /// A file as the head has it (a changed source file, or the test code the trust rules
+    /// read), `None` when it is absent or this face does not know the head's files (then
+    /// headers are judged from coverage alone, and tests from the diff).
     async fn head_file(&self, path: &str) -> Result<Option<Named>, Self::Error>;
 }
 

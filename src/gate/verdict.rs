@@ -33,6 +33,25 @@ use std::collections::{BTreeMap, BTreeSet};
 /// decision table in order, apply `policy.signals`, and say PASS (row 8) when
 /// no reason is left.
 pub fn evaluate(input: &GateInput<'_>) -> Report {
+    // A test file the patch moves keeps its base probe runs under its new path.
+    let moved_probe = input
+        .evidence
+        .probe
+        .as_ref()
+        .and_then(|p| crate::gate::ledger::moved::follow_probe(p, input.patch));
+    if let Some(probe) = moved_probe {
+        let mut evidence = input.evidence.clone();
+        evidence.probe = Some(probe);
+        return decide(&GateInput {
+            evidence: &evidence,
+            ..input.clone()
+        });
+    }
+    decide(input)
+}
+
+/// [`evaluate`] on the evidence as given.
+fn decide(input: &GateInput<'_>) -> Report {
     let mut d = Decision::new(input);
     d.row1_evidence();
     d.row2_ledger();
