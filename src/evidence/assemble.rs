@@ -500,7 +500,8 @@ async fn fetch_test_sources<S: Sources>(src: &S, patch: &crate::gate::Patch) -> 
             continue;
         }
         held += file.bytes.len();
-        head.digests.push(InputDigest::of("test_source", &file.name, &file.bytes));
+        head.digests
+            .push(InputDigest::of("test_source", &file.name, &file.bytes));
         let text = String::from_utf8_lossy(&file.bytes).into_owned();
         // The test-package modules a changed test file imports: its helpers.
         if changed.contains(&path.as_str()) {
@@ -508,8 +509,12 @@ async fn fetch_test_sources<S: Sources>(src: &S, patch: &crate::gate::Patch) -> 
                 for dotted in m.imports.values() {
                     let as_path = dotted.replace('.', "/");
                     let parent = as_path.rsplit_once('/').map(|(d, _)| d.to_string());
-                    for cand in [Some(format!("{as_path}.py")), parent.map(|d| format!("{d}.py"))].into_iter().flatten() {
-                        if is_test_file(&cand) || changed.iter().any(|c| c.split('/').next() == cand.split('/').next()) {
+                    for cand in [Some(format!("{as_path}.py")), parent.map(|d| format!("{d}.py"))]
+                        .into_iter()
+                        .flatten()
+                    {
+                        if is_test_file(&cand) || changed.iter().any(|c| c.split('/').next() == cand.split('/').next())
+                        {
                             wanted.push(cand);
                         }
                     }

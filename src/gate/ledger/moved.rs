@@ -94,12 +94,21 @@ mod tests {
         let mut fc = file_change("tests/payments/test_refunds.py", &[], &[]);
         fc.status = FileStatus::Renamed;
         fc.old_path = Some("tests/test_refunds.py".into());
-        let (l, notes) = follow_moves(&ledger, &Patch { files: vec![fc.clone()] }).unwrap();
+        let (l, notes) = follow_moves(
+            &ledger,
+            &Patch {
+                files: vec![fc.clone()],
+            },
+        )
+        .unwrap();
         assert!(l.is_frozen(&TestId::new("tests/payments/test_refunds.py::test_gateway_retry")));
         assert!(!l.is_frozen(&TestId::new("tests/payments/test_refunds.py::test_other")));
         // A file whose name merely starts with the old path keeps its entry.
         assert_eq!(l.entries[1].test, "tests/test_refunds_more.py::test_x");
-        assert!(notes[0].contains("moves tests/test_refunds.py to tests/payments/test_refunds.py"), "{notes:?}");
+        assert!(
+            notes[0].contains("moves tests/test_refunds.py to tests/payments/test_refunds.py"),
+            "{notes:?}"
+        );
         // No rename, no frozen file moved: nothing to follow.
         // The probe's runs of the moved tests count under the new path too.
         let probe = crate::gate::probe::Probe {
@@ -112,13 +121,25 @@ mod tests {
             complete: true,
             seed: None,
         };
-        let followed = follow_probe(&probe, &Patch { files: vec![fc.clone()] }).unwrap();
+        let followed = follow_probe(
+            &probe,
+            &Patch {
+                files: vec![fc.clone()],
+            },
+        )
+        .unwrap();
         assert_eq!(
             followed.tests[&TestId::new("tests/payments/test_refunds.py::test_gateway_retry")].failures,
             2
         );
         fc.old_path = Some("tests/test_cart.py".into());
-        assert!(follow_probe(&probe, &Patch { files: vec![fc.clone()] }).is_none());
+        assert!(follow_probe(
+            &probe,
+            &Patch {
+                files: vec![fc.clone()]
+            }
+        )
+        .is_none());
         assert!(follow_moves(&ledger, &Patch { files: vec![fc] }).is_none());
     }
 }

@@ -127,7 +127,11 @@ impl Module {
     /// The module-level assignment of `name` (`CASES = [...]`), when there is one.
     pub fn module_value(&self, name: &str) -> Option<&Expr> {
         self.body.iter().rev().find_map(|s| match s {
-            Stmt::Assign(a) if a.targets.iter().any(|t| matches!(t, Expr::Name(n) if n.id.as_str() == name)) => {
+            Stmt::Assign(a)
+                if a.targets
+                    .iter()
+                    .any(|t| matches!(t, Expr::Name(n) if n.id.as_str() == name)) =>
+            {
                 Some(&*a.value)
             }
             Stmt::AnnAssign(a) if matches!(&*a.target, Expr::Name(n) if n.id.as_str() == name) => a.value.as_deref(),
@@ -243,9 +247,12 @@ pub fn int_const(e: &Expr) -> Option<i64> {
 
 /// A call's argument: positional `pos`, or the keyword `key`.
 pub fn arg<'e>(call: &'e ast::ExprCall, pos: usize, key: &str) -> Option<&'e Expr> {
-    call.args
-        .get(pos)
-        .or_else(|| call.keywords.iter().find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == key)).map(|k| &k.value))
+    call.args.get(pos).or_else(|| {
+        call.keywords
+            .iter()
+            .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == key))
+            .map(|k| &k.value)
+    })
 }
 
 /// Every statement in `stmts` and the blocks nested in them (function and class bodies too), in order.
@@ -273,12 +280,20 @@ pub fn blocks(s: &Stmt) -> Vec<&[Stmt]> {
         Stmt::Match(x) => x.cases.iter().map(|c| &c.body[..]).collect(),
         Stmt::Try(x) => {
             let mut v: Vec<&[Stmt]> = vec![&x.body, &x.orelse, &x.finalbody];
-            v.extend(x.handlers.iter().map(|ast::ExceptHandler::ExceptHandler(h)| &h.body[..]));
+            v.extend(
+                x.handlers
+                    .iter()
+                    .map(|ast::ExceptHandler::ExceptHandler(h)| &h.body[..]),
+            );
             v
         }
         Stmt::TryStar(x) => {
             let mut v: Vec<&[Stmt]> = vec![&x.body, &x.orelse, &x.finalbody];
-            v.extend(x.handlers.iter().map(|ast::ExceptHandler::ExceptHandler(h)| &h.body[..]));
+            v.extend(
+                x.handlers
+                    .iter()
+                    .map(|ast::ExceptHandler::ExceptHandler(h)| &h.body[..]),
+            );
             v
         }
         _ => Vec::new(),
@@ -397,7 +412,11 @@ pub fn children(e: &Expr) -> Vec<&Expr> {
         Expr::Starred(x) => vec![&*x.value],
         Expr::List(x) => x.elts.iter().collect(),
         Expr::Tuple(x) => x.elts.iter().collect(),
-        Expr::Slice(x) => [&x.lower, &x.upper, &x.step].into_iter().flatten().map(|b| &**b).collect(),
+        Expr::Slice(x) => [&x.lower, &x.upper, &x.step]
+            .into_iter()
+            .flatten()
+            .map(|b| &**b)
+            .collect(),
         Expr::Constant(_) | Expr::Name(_) => Vec::new(),
     }
 }

@@ -21,10 +21,10 @@
 pub mod cases;
 pub mod package;
 
+use super::is_test_file;
 use super::python::{self, Module};
 use super::support::TestCode;
 use super::weakening::Weakening;
-use super::is_test_file;
 use crate::gate::error::Location;
 use crate::gate::patch::{FileChange, FileStatus, Patch};
 use package::PackageUnderTest;
@@ -95,7 +95,10 @@ fn stand_ins(m: &Module, added: &BTreeSet<u32>, package: &PackageUnderTest, out:
             _ => (None, None),
         };
         if let Some(name) = defined {
-            let header_added = added.range(line..body_start.unwrap_or(line + 1).max(line + 1)).next().is_some();
+            let header_added = added
+                .range(line..body_start.unwrap_or(line + 1).max(line + 1))
+                .next()
+                .is_some();
             if let Some(q) = m.imports.get(name).filter(|q| header_added && package.changes(q)) {
                 found.push((line, q.clone(), format!("def {name}(…)")));
             }
@@ -184,7 +187,11 @@ fn patched(m: &Module, c: &ast::ExprCall) -> Vec<String> {
                 _ => out.extend(c.args.first().zip(c.args.get(1)).and_then(|(o, a)| obj_attr(o, a))),
             }
         }
-        "patch" if is_patch => out.extend(python::arg(c, 0, "target").and_then(python::str_const).map(String::from)),
+        "patch" if is_patch => out.extend(
+            python::arg(c, 0, "target")
+                .and_then(python::str_const)
+                .map(String::from),
+        ),
         "object" if dotted.ends_with("patch.object") => {
             out.extend(c.args.first().zip(c.args.get(1)).and_then(|(o, a)| obj_attr(o, a)))
         }
@@ -195,7 +202,12 @@ fn patched(m: &Module, c: &ast::ExprCall) -> Vec<String> {
                     .or_else(|| python::dotted(t).map(|d| m.qualify(&d)))
             });
             if let Some(t) = target {
-                out.extend(c.keywords.iter().filter_map(|k| k.arg.as_ref()).map(|k| format!("{t}.{k}")));
+                out.extend(
+                    c.keywords
+                        .iter()
+                        .filter_map(|k| k.arg.as_ref())
+                        .map(|k| format!("{t}.{k}")),
+                );
             }
         }
         "setitem" | "delitem" => {
@@ -224,8 +236,27 @@ fn patched(m: &Module, c: &ast::ExprCall) -> Vec<String> {
 
 /// Calls that only wrap or convert a value: the expectation's own computation is inside them.
 const PASS_THROUGH: &[&str] = &[
-    "round", "int", "float", "str", "bool", "abs", "len", "list", "tuple", "set", "sorted", "dict",
-    "Decimal", "approx", "pytest.approx", "repr", "sum", "min", "max", "frozenset", "bytes",
+    "round",
+    "int",
+    "float",
+    "str",
+    "bool",
+    "abs",
+    "len",
+    "list",
+    "tuple",
+    "set",
+    "sorted",
+    "dict",
+    "Decimal",
+    "approx",
+    "pytest.approx",
+    "repr",
+    "sum",
+    "min",
+    "max",
+    "frozenset",
+    "bytes",
 ];
 
 /// The assertions the patch adds or feeds whose expected side the checked call computes.
@@ -255,8 +286,8 @@ fn computed_expectations(m: &Module, added: &BTreeSet<u32>, out: &mut Vec<Weaken
             for (lhs, rhs) in compared_pairs(s) {
                 let (l, l_from) = expand(m, lhs, &value_of);
                 let (r, r_from) = expand(m, rhs, &value_of);
-                let patch_made_it = touches(m, added, s)
-                    || l_from.iter().chain(&r_from).any(|st| touches(m, added, *st));
+                let patch_made_it =
+                    touches(m, added, s) || l_from.iter().chain(&r_from).any(|st| touches(m, added, *st));
                 if !patch_made_it {
                     continue;
                 }
@@ -323,8 +354,9 @@ fn expand<'a>(m: &Module, e: &'a Expr, value_of: &ValueOf<'_, 'a>) -> (&'a Expr,
                 None => break,
             },
             Expr::Call(c)
-                if python::dotted(&c.func).is_some_and(|d| PASS_THROUGH.contains(&m.qualify(&d).as_str()) || PASS_THROUGH.contains(&d.as_str()))
-                    && !c.args.is_empty() =>
+                if python::dotted(&c.func).is_some_and(|d| {
+                    PASS_THROUGH.contains(&m.qualify(&d).as_str()) || PASS_THROUGH.contains(&d.as_str())
+                }) && !c.args.is_empty() =>
             {
                 e = &c.args[0];
             }
@@ -337,7 +369,12 @@ fn expand<'a>(m: &Module, e: &'a Expr, value_of: &ValueOf<'_, 'a>) -> (&'a Expr,
 /// The call (or attribute read) both sides are computed by, when the expected side is the
 /// actual one recomputed: the same call with the same arguments on both sides.
 fn shared_computation(m: &Module, l: &Expr, r: &Expr) -> Option<String> {
-    let computes = |e: &Expr| matches!(e, Expr::Call(_) | Expr::Attribute(_) | Expr::Subscript(_) | Expr::Name(_));
+    let computes = |e: &Expr| {
+        matches!(
+            e,
+            Expr::Call(_) | Expr::Attribute(_) | Expr::Subscript(_) | Expr::Name(_)
+        )
+    };
     let (lt, rt) = (m.text(l), m.text(r));
     if computes(l) && lt == rt {
         return Some(m.snippet(l));
@@ -366,12 +403,16 @@ fn reports(e: &Expr, m: &Module) -> bool {
     let receiver = match &*c.func {
         Expr::Attribute(a) => {
             let r = m.text(&*a.value);
-            python::dotted(&a.value).map_or(r, |d| m.qualify(&d)).to_ascii_lowercase()
+            python::dotted(&a.value)
+                .map_or(r, |d| m.qualify(&d))
+                .to_ascii_lowercase()
         }
         _ => String::new(),
     };
-    matches!(name, "warn" | "print" | "record_property" | "add_report_section" | "write" | "pprint")
-        && (name != "write" || receiver.ends_with("stderr") || receiver.ends_with("stdout"))
+    matches!(
+        name,
+        "warn" | "print" | "record_property" | "add_report_section" | "write" | "pprint"
+    ) && (name != "write" || receiver.ends_with("stderr") || receiver.ends_with("stdout"))
         || {
             // `log.info`, `logger.warning`, `logging.getLogger(__name__).error` (not `catalog.add`).
             let last = receiver.rsplit('.').next().unwrap_or("");
@@ -394,7 +435,11 @@ fn only_reports(body: &[Stmt], m: &Module) -> bool {
 /// The checks the patch turns into reports: an `if` on a mismatch (or a conditional
 /// expression) whose only effect is a warning, a log line or a print.
 fn demoted_asserts(m: &Module, added: &BTreeSet<u32>, out: &mut Vec<Weakening>) {
-    for f in m.functions().into_iter().filter(|f| f.name.starts_with("test") || f.qualname.contains(".test")) {
+    for f in m
+        .functions()
+        .into_iter()
+        .filter(|f| f.name.starts_with("test") || f.qualname.contains(".test"))
+    {
         // Operands the function still asserts on exactly: a report beside them is a debug aid.
         let mut asserted: Vec<String> = Vec::new();
         python::walk_stmts(f.body, &mut |s| {
@@ -446,7 +491,8 @@ pub fn base_text(fc: &FileChange, head: &str) -> Option<String> {
     let added: BTreeSet<u32> = fc.added.iter().map(|a| a.line).collect();
     let head_lines: Vec<&str> = head.lines().collect();
     for a in &fc.added {
-        if head_lines.get(a.line as usize - 1).map(|t| t.trim_end_matches('\r')) != Some(a.text.trim_end_matches('\r')) {
+        let at = (a.line as usize).checked_sub(1).and_then(|i| head_lines.get(i));
+        if at.map(|t| t.trim_end_matches('\r')) != Some(a.text.trim_end_matches('\r')) {
             return None;
         }
     }

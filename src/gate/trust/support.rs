@@ -76,7 +76,13 @@ impl TestCode {
     }
 
     /// The helper chain through which `f` checks something, if one does within `depth` calls.
-    fn through(&self, m: &Module, f: &Function<'_>, depth: usize, seen: &mut Vec<(String, String)>) -> Option<Vec<String>> {
+    fn through(
+        &self,
+        m: &Module,
+        f: &Function<'_>,
+        depth: usize,
+        seen: &mut Vec<(String, String)>,
+    ) -> Option<Vec<String>> {
         if depth == 0 {
             return None;
         }
@@ -136,7 +142,12 @@ impl TestCode {
         self.modules
             .values()
             .filter(|o| o.path != m.path && o.path.split('/').next() == Some(top))
-            .flat_map(|o| o.functions().into_iter().filter(|f| f.name == last).map(move |f| (o, f)))
+            .flat_map(|o| {
+                o.functions()
+                    .into_iter()
+                    .filter(|f| f.name == last)
+                    .map(move |f| (o, f))
+            })
             .collect()
     }
 }
@@ -168,8 +179,11 @@ fn is_check_call(call: &rustpython_parser::ast::ExprCall) -> bool {
 pub fn body_checks(body: &[Stmt]) -> bool {
     let mut found = false;
     python::walk_stmts(body, &mut |s| {
-        if matches!(s, Stmt::Assert(_) | Stmt::Raise(_)) {
-            found = true;
+        match s {
+            // `assert True` checks nothing.
+            Stmt::Assert(a) if is_truthy_constant(&a.test) => {}
+            Stmt::Assert(_) | Stmt::Raise(_) => found = true,
+            _ => {}
         }
         for e in python::own_exprs(s) {
             python::walk_expr(e, &mut |x| {
@@ -180,6 +194,23 @@ pub fn body_checks(body: &[Stmt]) -> bool {
         }
     });
     found
+}
+
+/// A constant that is true (`True`, `1`, `"x"`): an assertion of it cannot fail.
+fn is_truthy_constant(e: &Expr) -> bool {
+    use rustpython_parser::ast::Constant;
+    match e {
+        Expr::Constant(c) => match &c.value {
+            Constant::Bool(b) => *b,
+            Constant::Str(s) => !s.is_empty(),
+            Constant::Int(i) => i.to_string() != "0",
+            Constant::Float(f) => *f != 0.0,
+            Constant::Ellipsis => true,
+            _ => false,
+        },
+        Expr::Tuple(t) => !t.elts.is_empty(),
+        _ => false,
+    }
 }
 
 /// A hypothesis property test: decorated `@given(…)` (also `hypothesis.given`).
@@ -247,7 +278,7 @@ def test_fixture(checked_cart):\n    checked_cart.add(1)\n\n\
 @given(st.floats())\ndef test_property(x):\n    apply_tax(x)\n\n\
 @given(st.floats())\ndef test_property_empty(x):\n    pass\n\n\
 def test_nothing():\n    apply_tax(2)\n\n\
-def test_deep():\n    a()\n\ndef a():\n    b()\n\ndef b():\n    c()\n\ndef c():\n    d()\n\ndef d():\n    assert True\n",
+def test_deep():\n    a()\n\ndef a():\n    b()\n\ndef b():\n    c()\n\ndef c():\n    d()\n\ndef d():\n    assert x\n\n\ndef test_trivial():\n    assert True\n",
             ),
             (
                 "tests/support.py",
@@ -270,5 +301,7 @@ def test_deep():\n    a()\n\ndef a():\n    b()\n\ndef b():\n    c()\n\ndef c():\
         assert_eq!(got("test_nothing"), Checks::Nothing);
         // Four calls deep is past what is followed.
         assert_eq!(got("test_deep"), Checks::Nothing);
+        // `assert True` checks nothing.
+        assert_eq!(got("test_trivial"), Checks::Nothing);
     }
 }

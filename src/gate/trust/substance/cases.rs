@@ -37,7 +37,11 @@ fn cases_of(m: &Module) -> BTreeMap<String, Cases> {
                     }
                 }
                 "fixture" => {
-                    if let Some(values) = call.keywords.iter().find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "params")) {
+                    if let Some(values) = call
+                        .keywords
+                        .iter()
+                        .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "params"))
+                    {
                         c.sets.insert("fixture params".into(), elements(m, &values.value));
                     }
                 }
@@ -58,7 +62,8 @@ fn cases_of(m: &Module) -> BTreeMap<String, Cases> {
                     if python::callee_name(call) == Some("parametrize") {
                         let names = python::arg(call, 0, "argnames").map(|e| m.text(e)).unwrap_or_default();
                         if let Some(values) = python::arg(call, 1, "argvalues") {
-                            c.sets.insert(format!("metafunc.parametrize {names}"), elements(m, values));
+                            c.sets
+                                .insert(format!("metafunc.parametrize {names}"), elements(m, values));
                         }
                     }
                 }
@@ -85,13 +90,18 @@ fn elements(m: &Module, e: &Expr) -> Vec<String> {
         Expr::Call(c) if python::dotted(&c.func).as_deref() == Some("range") => range_of(c)
             .map(|r| r.map(|i| i.to_string()).collect())
             .unwrap_or_else(|| vec![m.text(e)]),
-        Expr::ListComp(lc) if lc.generators.len() == 1 && lc.generators[0].ifs.is_empty() => match &lc.generators[0].iter {
-            Expr::Call(c) if python::dotted(&c.func).as_deref() == Some("range") => match range_of(c) {
-                Some(r) => r.map(|i| format!("{}#{i}", m.text(&*lc.elt))).collect(),
-                None => vec![m.text(e)],
-            },
-            other => elements(m, other).into_iter().map(|x| format!("{}#{x}", m.text(&*lc.elt))).collect(),
-        },
+        Expr::ListComp(lc) if lc.generators.len() == 1 && lc.generators[0].ifs.is_empty() => {
+            match &lc.generators[0].iter {
+                Expr::Call(c) if python::dotted(&c.func).as_deref() == Some("range") => match range_of(c) {
+                    Some(r) => r.map(|i| format!("{}#{i}", m.text(&*lc.elt))).collect(),
+                    None => vec![m.text(e)],
+                },
+                other => elements(m, other)
+                    .into_iter()
+                    .map(|x| format!("{}#{x}", m.text(&*lc.elt)))
+                    .collect(),
+            }
+        }
         other => vec![m.text(other)],
     }
 }
@@ -104,7 +114,7 @@ fn range_of(c: &ast::ExprCall) -> Option<std::ops::Range<i64>> {
         [a, b] => *a..*b,
         _ => return None,
     };
-    (r.end - r.start <= 10_000).then_some(r)
+    r.end.checked_sub(r.start).is_some_and(|n| n <= 10_000).then_some(r)
 }
 
 /// The cases the patch removes from tests it keeps.
@@ -136,7 +146,11 @@ pub fn removed_cases(fc: &FileChange, head: &Module, out: &mut Vec<Weakening>) {
                     "removes {} case{} of `{test}` that the base ran ({key}: {}{}): the same as deleting a test",
                     gone.len(),
                     if gone.len() == 1 { "" } else { "s" },
-                    gone.iter().take(3).map(|g| format!("`{g}`")).collect::<Vec<_>>().join(", "),
+                    gone.iter()
+                        .take(3)
+                        .map(|g| format!("`{g}`"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
                     if gone.len() > 3 { ", …" } else { "" }
                 ),
             });

@@ -116,7 +116,24 @@ impl PackageUnderTest {
                 return true;
             }
         }
-        false
+        self.changes_where_used(dotted)
+    }
+
+    /// A changed name patched where another module of the package uses it
+    /// (`shop.cart.apply_tax` for `apply_tax` of `shop.pricing`, imported by `shop.cart`).
+    fn changes_where_used(&self, dotted: &str) -> bool {
+        let parts: Vec<&str> = dotted.split('.').collect();
+        if parts.len() < 3 {
+            return false;
+        }
+        let last = parts[parts.len() - 1];
+        let method = format!("{}.{last}", parts[parts.len() - 2]);
+        self.modules.iter().any(|(module, names)| {
+            module.split('.').next() == Some(parts[0])
+                && names
+                    .as_ref()
+                    .is_some_and(|n| (n.contains(last) && !is_class_name(n, last)) || n.contains(&method))
+        })
     }
 }
 
@@ -247,5 +264,9 @@ mod tests {
         assert!(!p.changes("shop.cart.apply_tax"));
         assert!(!p.changes("time.time"));
         assert!(!p.changes("shop.pricing.apply_tax"));
+        // Patched where another module of the package uses it.
+        assert!(p.changes("shop.checkout.Cart.subtotal"));
+        assert!(!p.changes("shop.checkout.Cart.add"));
+        assert!(!p.changes("other.checkout.Cart.subtotal"));
     }
 }

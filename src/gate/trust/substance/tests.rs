@@ -6,6 +6,10 @@ const PRICING_CHANGED: &str = "TAX_RATE = 0.2\n\n\ndef apply_tax(amount):\n    r
 
 /// A `git diff`-shaped patch of whole files (base → head), built with diffy.
 fn diff(files: &[(&str, &str, &str)]) -> Patch {
+    try_diff(files).unwrap()
+}
+
+fn try_diff(files: &[(&str, &str, &str)]) -> Result<Patch, crate::gate::InputError> {
     let mut text = String::new();
     for (path, base, head) in files {
         let p = diffy::create_patch(base, head).to_string();
@@ -15,21 +19,29 @@ fn diff(files: &[(&str, &str, &str)]) -> Patch {
                 "diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n{hunks}"
             ));
         } else {
-            text.push_str(&format!("diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n{hunks}"));
+            text.push_str(&format!(
+                "diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n{hunks}"
+            ));
         }
     }
-    parse_patch("test.diff", text.as_bytes()).unwrap()
+    parse_patch("test.diff", text.as_bytes())
 }
 
 /// The substance weakenings of a patch that changes `apply_tax` and these test files.
 fn judge(tests: &[(&str, &str, &str)]) -> Vec<String> {
     let mut files = vec![("src/shop/pricing.py", PRICING, PRICING_CHANGED)];
     files.extend_from_slice(tests);
-    let patch = diff(&files);
+    judge_patch(&diff(&files), &files)
+}
+
+fn judge_patch(patch: &Patch, files: &[(&str, &str, &str)]) -> Vec<String> {
     let heads: BTreeMap<String, String> = files.iter().map(|(p, _, h)| (p.to_string(), h.to_string())).collect();
     let (src, tst): (BTreeMap<_, _>, BTreeMap<_, _>) = heads.into_iter().partition(|(p, _)| p.starts_with("src/"));
-    let code = TestCode::new(&patch, &tst);
-    weakenings(&patch, &code, &src).into_iter().map(|w| format!("{}: {}", w.location, w.what)).collect()
+    let code = TestCode::new(patch, &tst);
+    weakenings(patch, &code, &src)
+        .into_iter()
+        .map(|w| format!("{}: {}", w.location, w.what))
+        .collect()
 }
 
 const TEST_BASE: &str = "from shop import pricing\nfrom shop.pricing import apply_tax\n\n\ndef test_apply_tax():\n    assert apply_tax(10) == 12.0\n";
@@ -44,6 +56,8 @@ fn stand_ins_of_the_changed_code_are_caught_in_every_spelling() {
         "    mocker.patch(\"shop.pricing.apply_tax\", return_value=12.0)\n",
         "    mocker.patch.object(pricing, \"apply_tax\", return_value=12.0)\n",
         "    monkeypatch.setitem(sys.modules, \"shop.pricing\", fake)\n",
+        // Where another module of the package looks the changed function up.
+        "    mocker.patch(\"shop.cart.apply_tax\", return_value=12.0)\n",
     ];
     for line in spellings {
         let head = format!(
@@ -51,20 +65,31 @@ fn stand_ins_of_the_changed_code_are_caught_in_every_spelling() {
         );
         let got = judge(&[("tests/test_pricing.py", TEST_BASE, &head)]);
         assert!(
-            got.iter().any(|w| w.contains("stand-in") && w.contains("tests/test_pricing.py:7")),
+            got.iter()
+                .any(|w| w.contains("stand-in") && w.contains("tests/test_pricing.py:7")),
             "{line}: {got:?}"
         );
     }
     // A decorator, a test package's __init__.py, a conftest fixture, a rebound import.
     let decorated = "from unittest import mock\nfrom shop.pricing import apply_tax\n\n\n@mock.patch(\"shop.pricing.apply_tax\", return_value=12.0)\ndef test_apply_tax(m):\n    assert m(10) == 12.0\n";
-    assert!(judge(&[("tests/test_pricing.py", TEST_BASE, decorated)]).iter().any(|w| w.contains("stand-in")));
+    assert!(judge(&[("tests/test_pricing.py", TEST_BASE, decorated)])
+        .iter()
+        .any(|w| w.contains("stand-in")));
     let init = "import shop.pricing\n\nshop.pricing.apply_tax = lambda amount: round(amount * 1.2, 2)\n";
     let got = judge(&[("tests/__init__.py", "", init)]);
-    assert!(got.iter().any(|w| w.contains("tests/__init__.py:3") && w.contains("`shop.pricing.apply_tax`")), "{got:?}");
+    assert!(
+        got.iter()
+            .any(|w| w.contains("tests/__init__.py:3") && w.contains("`shop.pricing.apply_tax`")),
+        "{got:?}"
+    );
     let conftest = "import pytest\nfrom shop import pricing\n\n\n@pytest.fixture(autouse=True)\ndef fixed_tax(monkeypatch):\n    monkeypatch.setattr(pricing, \"apply_tax\", lambda a: 12.0)\n";
-    assert!(judge(&[("tests/conftest.py", "", conftest)]).iter().any(|w| w.contains("stand-in")));
+    assert!(judge(&[("tests/conftest.py", "", conftest)])
+        .iter()
+        .any(|w| w.contains("stand-in")));
     let rebound = "from shop.pricing import apply_tax\n\n\ndef apply_tax(amount):\n    return 12.0\n\n\ndef test_apply_tax():\n    assert apply_tax(10) == 12.0\n";
-    assert!(judge(&[("tests/test_pricing.py", TEST_BASE, rebound)]).iter().any(|w| w.contains("stand-in")));
+    assert!(judge(&[("tests/test_pricing.py", TEST_BASE, rebound)])
+        .iter()
+        .any(|w| w.contains("stand-in")));
 }
 
 #[test]
@@ -99,7 +124,10 @@ fn an_expectation_computed_by_the_checked_call() {
             "import pytest\nfrom shop import pricing\nfrom shop.pricing import apply_tax\n\n\ndef test_apply_tax():\n{body}"
         );
         let got = judge(&[("tests/test_pricing.py", TEST_BASE, &head)]);
-        assert!(got.iter().any(|w| w.contains("computes the expected value")), "{body}: {got:?}");
+        assert!(
+            got.iter().any(|w| w.contains("computes the expected value")),
+            "{body}: {got:?}"
+        );
     }
     for honest in [
         "    expected = round(10 * 1.2, 2)\n    assert apply_tax(10) == expected\n",
@@ -165,4 +193,22 @@ fn the_base_text_is_rebuilt_from_the_head_and_the_diff() {
     assert_eq!(base_text(&p.files[0], head).as_deref(), Some(base));
     // A head that does not fit the diff gives nothing.
     assert_eq!(base_text(&p.files[0], "x\n"), None);
+}
+
+proptest::proptest! {
+    /// Whatever a patch does to a test file, reading it never panics (the text may not parse,
+    /// the diff may not fit the head).
+    #[test]
+    fn any_test_file_edit_is_read_without_panicking(
+        base in "[a-z_()=\\[\\]:,. \n0-9\"@]{0,200}",
+        head in "[a-z_()=\\[\\]:,. \n0-9\"@]{0,200}",
+    ) {
+        let files = [("src/shop/pricing.py", PRICING, PRICING_CHANGED), ("tests/test_x.py", base.as_str(), head.as_str())];
+        if let Ok(p) = try_diff(&files) {
+            let _ = judge_patch(&p, &files);
+            for fc in &p.files {
+                let _ = base_text(fc, "unrelated\n");
+            }
+        }
+    }
 }
