@@ -275,6 +275,16 @@ async fn every_corpus_entry_gets_its_verdict_from_the_app() {
             let body = &comments[0].body;
             assert!(body.contains(want_verdict), "{}: {body}", e.name);
             assert!(body.contains(&format!("`{patch_code}`")), "{}: {body}", e.name);
+        } else if want_codes.iter().any(|c| c == "frozen_only") {
+            // The frozen witness's owner is asked to act (adv_frozen_test_moved: the freeze
+            // followed the moved file, under its new path).
+            assert_eq!(comments.len(), 1, "{}: {comments:#?}", e.name);
+            let body = &comments[0].body;
+            assert!(
+                body.contains(want_verdict) && body.contains("Blind owners"),
+                "{}: {body}",
+                e.name
+            );
         } else {
             // Nothing the patch did to its own evidence (adv_import_time_only: no test speaks
             // for it): the blocking check run says so, and nobody is asked for anything.
