@@ -63,8 +63,9 @@ pub trait Sources {
     }
     /// A file at the base (CODEOWNERS), `None` when it is absent or this face reads no base.
     async fn base_file(&self, path: &str) -> Result<Option<Named>, Self::Error>;
-    /// A changed source file as the head has it, `None` when it is absent or this face
-    /// does not know the head's files (then headers are judged from coverage alone).
+    /// A file as the head has it (a changed source file, or the test code the trust rules
+    /// read), `None` when it is absent or this face does not know the head's files (then
+    /// headers are judged from coverage alone, and tests from the diff).
     async fn head_file(&self, path: &str) -> Result<Option<Named>, Self::Error>;
 }
 
@@ -241,6 +242,7 @@ pub async fn evaluate_deferred<S: Sources>(
     let knows_head = src.knows_head();
     // The head's sources before the coverage: they say which lines' witnesses to keep.
     let head = fetch_head_sources(src, &patch).await?;
+    let tests = fetch_test_sources(src, &patch).await?;
     let mut codeowners = None;
     for path in CODEOWNERS_PATHS {
         if let Some(f) = src.base_file(path).await? {
@@ -282,6 +284,8 @@ pub async fn evaluate_deferred<S: Sources>(
             )
         });
         head.into_evidence(&patch, &mut evidence, &mut inputs, &mut notes);
+        inputs.extend(tests.digests);
+        evidence.test_sources = tests.texts;
         // CODEOWNERS at the base names the owners of unwitnessed lines.
         if let Some(f) = codeowners {
             set_codeowners(&mut evidence, &mut inputs, &mut notes, &f);
@@ -444,6 +448,80 @@ async fn fetch_head_sources<S: Sources>(src: &S, patch: &crate::gate::Patch) -> 
                 head.unread.insert(path.clone(), path.clone());
             }
         }
+    }
+    Ok(head)
+}
+
+/// At most this many test-code files are read for one judgement (the changed test files first).
+const MAX_TEST_FILES: usize = 60;
+
+/// The head's test code the trust rules parse: every changed test file, the `conftest.py`
+/// and `__init__.py` of each directory above it, and the test-package modules they import
+/// (one import deep). Files the head does not have are skipped; past [`MAX_TEST_FILES`] or
+/// [`MAX_SOURCE_TOTAL_BYTES`], the rest is judged from the diff alone.
+async fn fetch_test_sources<S: Sources>(src: &S, patch: &crate::gate::Patch) -> Result<HeadSources, S::Error> {
+    use crate::gate::patch::FileStatus;
+    use crate::gate::trust::is_test_file;
+    let mut head = HeadSources {
+        texts: BTreeMap::new(),
+        digests: Vec::new(),
+        unread: BTreeMap::new(),
+    };
+    let changed: Vec<&str> = patch
+        .files
+        .iter()
+        .filter(|f| f.status != FileStatus::Deleted && is_test_file(&f.path) && f.path.ends_with(".py"))
+        .map(|f| f.path.as_str())
+        .collect();
+    let mut wanted: Vec<String> = changed.iter().map(|p| p.to_string()).collect();
+    for p in &changed {
+        let mut dir = p.rsplit_once('/').map(|(d, _)| d);
+        while let Some(d) = dir {
+            for name in ["conftest.py", "__init__.py"] {
+                wanted.push(format!("{d}/{name}"));
+            }
+            dir = d.rsplit_once('/').map(|(up, _)| up);
+        }
+        wanted.push("conftest.py".into());
+    }
+    let mut held = 0usize;
+    let mut asked = std::collections::BTreeSet::new();
+    let mut i = 0;
+    while i < wanted.len() && asked.len() < MAX_TEST_FILES && held < MAX_SOURCE_TOTAL_BYTES {
+        let path = wanted[i].clone();
+        i += 1;
+        if !asked.insert(path.clone()) {
+            continue;
+        }
+        let Some(file) = src.head_file(&path).await? else {
+            continue;
+        };
+        if file.bytes.len() > MAX_SOURCE_BYTES {
+            continue;
+        }
+        held += file.bytes.len();
+        head.digests
+            .push(InputDigest::of("test_source", &file.name, &file.bytes));
+        let text = String::from_utf8_lossy(&file.bytes).into_owned();
+        // The test-package modules a changed test file imports: its helpers.
+        if changed.contains(&path.as_str()) {
+            if let Some(m) = crate::gate::trust::python::Module::parse(&path, &text) {
+                for dotted in m.imports.values() {
+                    let as_path = dotted.replace('.', "/");
+                    let parent = as_path.rsplit_once('/').map(|(d, _)| d.to_string());
+                    for cand in [Some(format!("{as_path}.py")), parent.map(|d| format!("{d}.py"))]
+                        .into_iter()
+                        .flatten()
+                    {
+                        if is_test_file(&cand) || changed.iter().any(|c| c.split('/').next() == cand.split('/').next())
+                        {
+                            wanted.push(cand);
+                        }
+                    }
+                }
+            }
+        }
+        head.texts.insert(path, text);
     }
     Ok(head)
 }

@@ -53,6 +53,11 @@ pub struct Evidence {
     /// face could read them: a `def`/`class` header is then witnessed by the tests
     /// that ran its body, and a continuation line judged as its statement.
     pub head_sources: std::collections::BTreeMap<String, String>,
+    /// The head's text of the patch's test code (repository path → text), when the face could
+    /// read it: the changed test files and the `conftest.py`, `__init__.py` and helper modules
+    /// of their test packages. The trust rules parse it to follow a test into the helpers it
+    /// calls and to see what a test replaces or computes.
+    pub test_sources: std::collections::BTreeMap<String, String>,
     /// What the flake history knows of the tests this evidence names (earlier runs, other
     /// pull requests), when the face keeps one.
     pub history: Option<crate::gate::history::History>,

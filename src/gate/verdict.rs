@@ -33,6 +33,25 @@ use std::collections::{BTreeMap, BTreeSet};
 /// decision table in order, apply `policy.signals`, and say PASS (row 8) when
 /// no reason is left.
 pub fn evaluate(input: &GateInput<'_>) -> Report {
+    // A test file the patch moves keeps its base probe runs under its new path.
+    let moved_probe = input
+        .evidence
+        .probe
+        .as_ref()
+        .and_then(|p| crate::gate::ledger::moved::follow_probe(p, input.patch));
+    if let Some(probe) = moved_probe {
+        let mut evidence = input.evidence.clone();
+        evidence.probe = Some(probe);
+        return decide(&GateInput {
+            evidence: &evidence,
+            ..input.clone()
+        });
+    }
+    decide(input)
+}
+
+/// [`evaluate`] on the evidence as given.
+fn decide(input: &GateInput<'_>) -> Report {
     let mut d = Decision::new(input);
     d.row1_evidence();
     d.row2_ledger();
@@ -55,8 +74,9 @@ static NO_LEDGER: Ledger = Ledger { entries: Vec::new() };
 struct Decision<'a> {
     input: &'a GateInput<'a>,
     ev: &'a Evidence,
-    /// The base ledger, or an empty one when it is invalid.
-    ledger: &'a Ledger,
+    /// The base ledger, or an empty one when it is invalid; its freezes of test files the
+    /// patch moves carried to their new paths (`ledger::moved`).
+    ledger: std::borrow::Cow<'a, Ledger>,
     /// `evidence_config_changed` reasons, and notes about edits that do not shape the evidence.
     config_reasons: Vec<Reason>,
     config_notes: Vec<String>,
@@ -84,7 +104,12 @@ struct Decision<'a> {
 impl<'a> Decision<'a> {
     fn new(input: &'a GateInput<'a>) -> Self {
         let ev = input.evidence;
-        let ledger = input.ledger.as_ref().unwrap_or(&NO_LEDGER);
+        let base_ledger = input.ledger.as_ref().unwrap_or(&NO_LEDGER);
+        // A frozen test stays frozen when the patch moves its file.
+        let (ledger, moved_notes) = match crate::gate::ledger::moved::follow_moves(base_ledger, input.patch) {
+            Some((l, notes)) => (std::borrow::Cow::Owned(l), notes),
+            None => (std::borrow::Cow::Borrowed(base_ledger), Vec::new()),
+        };
         // Only the caller's workflow narrows which workflow edits count: meta.json is
         // written by the very workflow run a patch may have changed.
         let (config_reasons, config_notes) = evidence_config_changes(
@@ -100,7 +125,7 @@ impl<'a> Decision<'a> {
             &no_evidence,
             &input.config.policy,
             Standing {
-                ledger,
+                ledger: &ledger,
                 stab: Stabilities::new(ev.probe.as_ref(), ev.history.as_ref()),
                 results: ev.results.as_ref(),
             },
@@ -115,7 +140,7 @@ impl<'a> Decision<'a> {
             .map(|e| ledger_changes(&e.before, &e.after))
             .unwrap_or_default();
         // A deleted file of code needs no evidence, but what used it may now fail: say so.
-        let notes = att
+        let mut notes: Vec<String> = att
             .files
             .iter()
             .filter(|f| f.deletes_code)
@@ -127,6 +152,7 @@ impl<'a> Decision<'a> {
                 )
             })
             .collect();
+        notes.extend(moved_notes);
         Decision {
             input,
             ev,
@@ -326,7 +352,7 @@ impl<'a> Decision<'a> {
             if r.outcome.is_failure() || masked {
                 let status = classify_test(
                     test,
-                    self.ledger,
+                    &self.ledger,
                     Stabilities::new(ev.probe.as_ref(), ev.history.as_ref()),
                     Some(res),
                     &self.unjoined,

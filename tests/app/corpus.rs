@@ -72,9 +72,9 @@ fn head_ledger(e: &Entry) -> Option<Vec<u8>> {
     std::fs::read(ledger).ok()
 }
 
-/// The head tree's changed Python source files (the project with the entry's whole patch
-/// applied by git), as the contents API serves them at the head: the App reads them to give a
-/// definition's header the witnesses of its body.
+/// The head tree's changed Python files and its test package (the project with the entry's
+/// whole patch applied by git), as the contents API serves them at the head: the App reads
+/// them to give a definition's header the witnesses of its body, and to read the tests.
 fn head_sources(e: &Entry) -> Vec<(String, Vec<u8>)> {
     fn copy(from: &std::path::Path, to: &std::path::Path) {
         std::fs::create_dir_all(to).unwrap();
@@ -104,10 +104,25 @@ fn head_sources(e: &Entry) -> Vec<(String, Vec<u8>)> {
         String::from_utf8_lossy(&out.stderr)
     );
     let diff = std::fs::read_to_string(e.dir.join("diff.patch")).unwrap();
-    diff.lines()
-        .filter_map(|l| l.strip_prefix("+++ b/"))
+    let mut paths: Vec<String> = diff
+        .lines()
+        .filter_map(|l| l.strip_prefix("+++ b/").or_else(|| l.strip_prefix("rename to ")))
         .filter(|p| p.ends_with(".py"))
-        .filter_map(|p| std::fs::read(t.path().join(p)).ok().map(|b| (p.to_owned(), b)))
+        .map(str::to_owned)
+        .collect();
+    // The test package's other modules (conftest.py, __init__.py, helpers): the trust rules
+    // follow a test into them.
+    for entry in std::fs::read_dir(t.path().join("tests")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if name.ends_with(".py") {
+            paths.push(format!("tests/{name}"));
+        }
+    }
+    paths.sort();
+    paths.dedup();
+    paths
+        .into_iter()
+        .filter_map(|p| std::fs::read(t.path().join(&p)).ok().map(|b| (p, b)))
         .collect()
 }
 
@@ -133,7 +148,7 @@ fn codes(record: &Value) -> Vec<String> {
 async fn every_corpus_entry_gets_its_verdict_from_the_app() {
     let mut wrong = Vec::new();
     let all = entries();
-    assert!(all.len() >= 16, "corpus: {} entries", all.len());
+    assert!(all.len() >= 41, "corpus: {} entries", all.len());
     for e in &all {
         let app = App::start(RetryPolicy::default()).await;
         // The App's clock says the entry's `today` (the harness starts at 2026-11-20 12:00 UTC).
@@ -260,6 +275,16 @@ async fn every_corpus_entry_gets_its_verdict_from_the_app() {
             let body = &comments[0].body;
             assert!(body.contains(want_verdict), "{}: {body}", e.name);
             assert!(body.contains(&format!("`{patch_code}`")), "{}: {body}", e.name);
+        } else if want_codes.iter().any(|c| c == "frozen_only") {
+            // The frozen witness's owner is asked to act (adv_frozen_test_moved: the freeze
+            // followed the moved file, under its new path).
+            assert_eq!(comments.len(), 1, "{}: {comments:#?}", e.name);
+            let body = &comments[0].body;
+            assert!(
+                body.contains(want_verdict) && body.contains("Blind owners"),
+                "{}: {body}",
+                e.name
+            );
         } else {
             // Nothing the patch did to its own evidence (adv_import_time_only: no test speaks
             // for it): the blocking check run says so, and nobody is asked for anything.

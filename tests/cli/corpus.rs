@@ -156,6 +156,17 @@ fn the_corpus_is_complete() {
         "honest_table_test",
         "honest_conftest_fixture",
         "honest_dependency_added",
+        "adv_monkeypatch_under_test",
+        "adv_stand_in_package_init",
+        "adv_expected_from_code",
+        "adv_assert_demoted",
+        "adv_param_case_removed",
+        "adv_assertion_free_helper",
+        "adv_frozen_test_moved",
+        "honest_monkeypatch_collaborator",
+        "honest_property_test",
+        "honest_independent_expectation",
+        "honest_param_case_added",
     ] {
         assert!(
             names.iter().any(|n| n == want),

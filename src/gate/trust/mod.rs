@@ -8,10 +8,15 @@
 //! evidence.
 //!
 //! [`weakening`] finds what the patch does to its tests (`weakened_test`, and
-//! which tests it touches, for `self_witness`); the patch's edits of the ledger
-//! are diffed in `ledger.rs`.
+//! which tests it touches, for `self_witness`), [`checks`] the checks it defeats in place,
+//! and [`substance`] the tests it empties while they still pass (stand-ins, computed
+//! expectations, demoted assertions, removed cases), reading the head's test code parsed
+//! ([`python`], [`support`]); the patch's edits of the ledger are diffed in `ledger.rs`.
 
 pub mod checks;
+pub mod python;
+pub mod substance;
+pub mod support;
 pub mod tooling;
 pub mod weakening;
 

@@ -4,6 +4,7 @@
 //! `self_witness`). Read from the diff alone: the hunks, their Python scopes.
 
 use super::is_test_file;
+use super::support::{Checks, TestCode};
 use crate::gate::error::Location;
 use crate::gate::nodeid::TestId;
 use crate::gate::patch::{AddedLine, FileChange, FileStatus, Patch, RemovedLine, Scope};
@@ -283,8 +284,16 @@ fn visible_body<'a>(fc: &FileChange, view: &[NewLine<'a>], at: usize) -> Option<
     whole.then_some(body)
 }
 
-/// Every way the patch weakens its test files (`weakened_test`).
+/// Every way the patch weakens its test files (`weakened_test`), read from the diff alone.
+#[cfg(test)]
 pub fn weakenings(patch: &Patch) -> Vec<Weakening> {
+    weakenings_in(patch, &TestCode::default())
+}
+
+/// Every way the patch weakens its test files (`weakened_test`): read from the diff, and
+/// from the head's test code where there is some (a new test that calls an asserting helper,
+/// fixture or harness, or a property-based test, asserts something).
+pub fn weakenings_in(patch: &Patch, code: &TestCode) -> Vec<Weakening> {
     let mut out = Vec::new();
     for fc in patch
         .files
@@ -363,15 +372,27 @@ pub fn weakenings(patch: &Patch) -> Vec<Weakening> {
             let Some(name) = test_def_name(l.text).filter(|_| l.added) else {
                 continue;
             };
-            if let Some(body) = visible_body(fc, &view, i) {
-                if !body.iter().any(|t| checks_something(t)) {
-                    out.push(Weakening {
-                        location: at(l.line),
-                        what: format!(
-                            "adds a test that asserts nothing: `{name}` has no assert, pytest.raises/warns/fail or assert… call"
-                        ),
-                    });
-                }
+            // From the parsed head: its helpers, fixtures and harnesses followed.
+            let parsed = code.module(&fc.path).and_then(|m| {
+                let f = m
+                    .functions()
+                    .into_iter()
+                    .filter(|f| f.name == name && f.line <= l.line && l.line <= f.end_line)
+                    .max_by_key(|f| f.line)?;
+                code.checks(&fc.path, &f.qualname)
+            });
+            let asserts_nothing = match parsed {
+                Some(c) => c == Checks::Nothing,
+                None => visible_body(fc, &view, i).is_some_and(|body| !body.iter().any(|t| checks_something(t))),
+            };
+            if asserts_nothing {
+                out.push(Weakening {
+                    location: at(l.line),
+                    what: format!(
+                        "adds a test that asserts nothing: `{name}` has no assert, pytest.raises/warns/fail or assert… call, and calls no helper, fixture or harness that has one ({} calls deep); nor is it a property-based test (`@given`)",
+                        super::support::MAX_DEPTH
+                    ),
+                });
             }
         }
         for (i, l) in view.iter().enumerate().filter(|(_, l)| l.added) {

@@ -7,8 +7,9 @@ use crate::gate::error::Location;
 use crate::gate::history::Stabilities;
 use crate::gate::nodeid::TestId;
 use crate::gate::report::{LineClass, LineWitness, Reason, ReasonCode, WitnessStatus};
-use crate::gate::trust::checks;
-use crate::gate::trust::weakening::{tests_touched_by, weakenings};
+use crate::gate::trust::support::TestCode;
+use crate::gate::trust::weakening::{tests_touched_by, weakenings_in};
+use crate::gate::trust::{checks, substance};
 use std::collections::BTreeMap;
 
 impl Decision<'_> {
@@ -113,10 +114,13 @@ impl Decision<'_> {
     /// Row 7, `weakened_test`: the patch weakens its tests (retries, sleeps,
     /// skips, widened tolerances, removed assertions or tests, no-ops, new
     /// tests that assert nothing; hand-written retries, swallowed assertions and
-    /// assertions loosened in place, `trust::checks`).
+    /// assertions loosened in place, `trust::checks`; stand-ins, computed expectations,
+    /// demoted assertions and removed cases, `trust::substance`).
     fn weakened_test(&mut self) {
-        let mut weakened = weakenings(self.input.patch);
+        let code = TestCode::new(self.input.patch, &self.ev.test_sources);
+        let mut weakened = weakenings_in(self.input.patch, &code);
         weakened.extend(checks::weakenings(self.input.patch));
+        weakened.extend(substance::weakenings(self.input.patch, &code, &self.ev.head_sources));
         if weakened.is_empty() {
             return;
         }
@@ -199,7 +203,7 @@ impl Decision<'_> {
         // A rerun within this run, or an earlier attempt of the run with the other outcome.
         let stab = Stabilities::new(self.ev.probe.as_ref(), self.ev.history.as_ref());
         for (t, r) in &res.tests {
-            if classify_test(t, self.ledger, stab, Some(res), &self.unjoined) == WitnessStatus::HeadFlaky {
+            if classify_test(t, &self.ledger, stab, Some(res), &self.unjoined) == WitnessStatus::HeadFlaky {
                 tests.push(t.clone());
                 locs.push(Location::file(r.source.clone()));
             }

@@ -11,7 +11,7 @@ impl Decision<'_> {
     /// CODEOWNERS the owners of changed lines no stable test witnesses. An
     /// unstable witness nobody owns is a note.
     pub(super) fn blind_owners(&mut self) {
-        let (input, ev, ledger) = (self.input, self.ev, self.ledger);
+        let (input, ev, ledger) = (self.input, self.ev, &self.ledger);
         let blind = &mut self.blind;
         for (test, status) in &self.att.union {
             match status {

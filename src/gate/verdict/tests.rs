@@ -172,6 +172,7 @@ impl Case {
             ledger_edit: self.ledger_edit.clone(),
             codeowners: self.codeowners.clone(),
             head_sources: self.head_sources.clone(),
+            test_sources: Default::default(),
             history: None,
         };
         evaluate(&GateInput {
