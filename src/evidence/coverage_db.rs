@@ -614,4 +614,6 @@ impl RowBudget {
 }
 
 #[cfg(test)]
+mod statements;
+#[cfg(test)]
 mod tests;
