@@ -183,12 +183,10 @@ impl PythonStatements {
             match tok {
                 Tok::Indent => indent += 1,
                 Tok::Dedent => indent = indent.saturating_sub(1),
-                Tok::Colon if nesting == 0 => {
-                    if !excluding && excluded.range(first_line..=end).next().is_some() {
-                        excluded.insert(end);
-                        exclude_indent = indent;
-                        excluding = true;
-                    }
+                Tok::Colon if nesting == 0 && !excluding && excluded.range(first_line..=end).next().is_some() => {
+                    excluded.insert(end);
+                    exclude_indent = indent;
+                    excluding = true;
                 }
                 Tok::Lpar | Tok::Lsqb | Tok::Lbrace => nesting += 1,
                 Tok::Rpar | Tok::Rsqb | Tok::Rbrace => nesting -= 1,
@@ -433,13 +431,13 @@ fn children(stmt: &Stmt) -> Vec<&[Stmt]> {
         Stmt::Match(s) => s.cases.iter().map(|c| c.body.as_slice()).collect(),
         Stmt::Try(s) => {
             let mut v: Vec<&[Stmt]> = vec![&s.body];
-            v.extend(s.handlers.iter().map(|h| handler_body(h)));
+            v.extend(s.handlers.iter().map(handler_body));
             v.extend([s.orelse.as_slice(), s.finalbody.as_slice()]);
             v
         }
         Stmt::TryStar(s) => {
             let mut v: Vec<&[Stmt]> = vec![&s.body];
-            v.extend(s.handlers.iter().map(|h| handler_body(h)));
+            v.extend(s.handlers.iter().map(handler_body));
             v.extend([s.orelse.as_slice(), s.finalbody.as_slice()]);
             v
         }
