@@ -8,6 +8,8 @@
 use super::{load_evidence, EvidenceSources};
 use crate::gate::codeowners::{CodeOwners, CODEOWNERS_PATHS};
 use crate::gate::config::{parse_config, Config};
+use crate::gate::coverage::statements::PythonStatements;
+use crate::gate::coverage::{Coverage, CoverageFormat};
 use crate::gate::error::text_of;
 use crate::gate::ledger::edit::{ledger_sides, LedgerEdit, LedgerSides, LedgerTexts};
 use crate::gate::ledger::parse_ledger;
@@ -537,9 +539,13 @@ impl HeadSources {
         inputs: &mut Vec<InputDigest>,
         notes: &mut Vec<String>,
     ) {
-        let Some(cov) = evidence.coverage.as_ref() else {
+        let Some(cov) = evidence.coverage.as_mut() else {
             return;
         };
+        if cov.format == CoverageFormat::DataFile {
+            classify_statements(cov, &self.texts, &self.unread, notes);
+        }
+        let cov = &*cov;
         let missed: Vec<&String> = patch
             .files
             .iter()
@@ -558,6 +564,47 @@ impl HeadSources {
         }
         inputs.extend(self.digests);
         evidence.head_sources = self.texts;
+    }
+}
+
+/// The `.coverage` data file lists the lines that ran, not the statements: each file's are
+/// found in its head source as coverage.py finds them, so that the data file and the same
+/// run's coverage.json give one verdict. A file whose source is missing or cannot be
+/// classified keeps the data file's lines, where every changed line nothing ran counts as
+/// unexecuted code (blind, never a pass), and a note says so.
+fn classify_statements(
+    cov: &mut Coverage,
+    texts: &BTreeMap<String, String>,
+    unread: &BTreeMap<String, String>,
+    notes: &mut Vec<String>,
+) {
+    let mut unparsed = Vec::new();
+    for (path, fc) in cov.files.iter_mut() {
+        let Some(text) = texts.get(path) else {
+            continue;
+        };
+        match PythonStatements::parse(text) {
+            Ok(statements) => fc.classify_statements(&statements),
+            Err(e) => unparsed.push(format!("{path} ({e})")),
+        }
+    }
+    if !unparsed.is_empty() {
+        notes.push(format!(
+            "the head's source of {} could not be classified into statements, so from the .coverage data file (which lists no statements) every changed line of it that no test ran counts as unexecuted code, docstrings and else: lines included; coverage.json lists the statements",
+            unparsed.join(", ")
+        ));
+    }
+    let unread: Vec<&str> = cov
+        .files
+        .keys()
+        .filter_map(|path| unread.get(path))
+        .map(String::as_str)
+        .collect();
+    if !unread.is_empty() {
+        notes.push(format!(
+            "the .coverage data file lists no statements and the head's source of {} was not read, so every changed line of it that no test ran counts as unexecuted code (docstrings and else: lines included); give coverage.json, or judge with the head's files (--base)",
+            unread.join(", ")
+        ));
     }
 }
 

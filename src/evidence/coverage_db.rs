@@ -16,7 +16,9 @@
 //!
 //! The data file lists no statements: `has_statements` is false and
 //! `missing`/`excluded` are empty; `executed` is every line any context ran
-//! (including non-statement lines such as a module's docstring line 1).
+//! (including non-statement lines such as a module's docstring line 1). The pipeline
+//! then gives each file the statements of its head source
+//! (`FileCoverage::classify_statements`), as coverage.json would list them.
 
 use crate::gate::coverage::{
     decode_numbits, insert_file, ContextCollector, Coverage, CoverageFormat, FileCoverage, PathMatcher,
@@ -613,5 +615,7 @@ impl RowBudget {
     }
 }
 
+#[cfg(test)]
+mod statements;
 #[cfg(test)]
 mod tests;

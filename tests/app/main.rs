@@ -26,6 +26,7 @@ mod scenarios;
 mod setup;
 #[path = "../common/probe_shards.rs"]
 mod shard_fixtures;
+mod statements;
 mod stolen_verdicts;
 mod store;
 mod support;

@@ -22,4 +22,5 @@ mod release;
 mod reruns;
 #[path = "../common/probe_shards.rs"]
 mod shard_fixtures;
+mod statements;
 mod support;

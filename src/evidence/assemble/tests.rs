@@ -126,3 +126,55 @@ fn a_panic_off_the_runtime_is_resumed_in_the_caller() {
     let payload = caught.expect_err("the panic reaches the caller");
     assert_eq!(payload.downcast_ref::<&str>(), Some(&"boom"));
 }
+
+/// A data file's files are classified with their sources; one that does not parse (newer
+/// syntax), or whose source was not read, keeps the data file's lines, and a note says so.
+#[test]
+fn data_file_statements_fall_back_with_a_note() {
+    use crate::gate::coverage::FileCoverage;
+    let ran = FileCoverage {
+        executed: [1, 3].into(),
+        ..FileCoverage::default()
+    };
+    let mut cov = Coverage {
+        format: CoverageFormat::DataFile,
+        files: ["src/ok.py", "src/new.py", "src/unread.py"]
+            .into_iter()
+            .map(|p| (p.to_string(), ran.clone()))
+            .collect(),
+        measured_files: 3,
+        mapped_paths: Vec::new(),
+        foreign_contexts: Vec::new(),
+        has_test_contexts: true,
+    };
+    let texts: BTreeMap<String, String> = [
+        ("src/ok.py", "\"\"\"Doc\nstring.\"\"\"\nx = (1,\n     2)\ny = 3\n"),
+        ("src/new.py", "name = 1\ns = t\"hello {name}\"\n"),
+    ]
+    .into_iter()
+    .map(|(p, t)| (p.to_string(), t.to_string()))
+    .collect();
+    let unread: BTreeMap<String, String> =
+        [("src/unread.py".to_string(), "src/unread.py (5000000 bytes)".to_string())].into();
+    let mut notes = Vec::new();
+    classify_statements(&mut cov, &texts, &unread, &mut notes);
+    let ok = &cov.files["src/ok.py"];
+    assert!(ok.has_statements);
+    assert_eq!(ok.executed, [3].into(), "the docstring's line 1 is no statement");
+    assert_eq!(ok.missing, [5].into());
+    for path in ["src/new.py", "src/unread.py"] {
+        assert_eq!(cov.files[path], ran, "{path} keeps the data file's lines");
+    }
+    assert_eq!(notes.len(), 2, "{notes:#?}");
+    assert!(
+        notes[0].contains("src/new.py (line 2: cannot parse as Python"),
+        "{}",
+        notes[0]
+    );
+    assert!(notes[0].contains("counts as unexecuted code"), "{}", notes[0]);
+    assert!(
+        notes[1].contains("src/unread.py (5000000 bytes) was not read"),
+        "{}",
+        notes[1]
+    );
+}

@@ -10,6 +10,7 @@
 
 pub mod json;
 pub mod lcov;
+pub mod statements;
 
 use crate::gate::nodeid::{ContextKind, Phase, TestId};
 use std::collections::{BTreeMap, BTreeSet};
@@ -67,6 +68,26 @@ pub struct FileCoverage {
     /// coverage.json's function and class regions (coverage.py ≥ 7.5): each
     /// definition's `def`/`class` line and its body's lines. Empty from a `.coverage` file.
     pub regions: BTreeMap<u32, BTreeSet<u32>>,
+}
+
+impl FileCoverage {
+    /// Give a file read from the `.coverage` data file (which lists no statements) the
+    /// statements of its source, as `coverage json` reports them: `executed` becomes the
+    /// statements that ran (each line that ran counted at its statement's first line),
+    /// `missing` the statements that did not, `excluded` coverage.py's excluded lines.
+    /// Witnesses and import-time lines stay on the lines that ran, as the JSON's contexts do.
+    pub fn classify_statements(&mut self, source: &statements::PythonStatements) {
+        let executed: BTreeSet<u32> = self
+            .executed
+            .iter()
+            .map(|&l| source.first_line(l))
+            .filter(|l| source.statements.contains(l))
+            .collect();
+        self.missing = source.statements.difference(&executed).copied().collect();
+        self.executed = executed;
+        self.excluded = source.excluded.clone();
+        self.has_statements = true;
+    }
 }
 
 /// Coverage of the patch's files.
