@@ -17,6 +17,7 @@ pub(crate) mod markdown;
 pub(crate) mod record;
 #[cfg(test)]
 mod rendered_tests;
+pub(crate) mod sarif;
 pub(crate) mod shared_head;
 pub(crate) mod terminal;
 #[cfg(test)]

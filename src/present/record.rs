@@ -15,6 +15,8 @@ pub enum Format {
     Json,
     /// GitHub Actions workflow commands: annotations on the changed lines and the verdict.
     Github,
+    /// SARIF 2.1.0 for code scanning: one rule per reason code, results on the changed lines.
+    Sarif,
 }
 
 pub fn render(report: &Report, config: &Config, format: Format, templates: Option<&Path>) -> anyhow::Result<String> {
@@ -23,6 +25,7 @@ pub fn render(report: &Report, config: &Config, format: Format, templates: Optio
         Format::Text => Ok(terminal::text(report)),
         Format::Markdown => markdown::markdown(report, config, "check-summary.md.j2", templates),
         Format::Github => Ok(super::workflow_commands::github(report)),
+        Format::Sarif => Ok(super::sarif::sarif(report)),
     }
 }
 

@@ -464,3 +464,91 @@ fn a_mistyped_evidence_directory_is_a_usage_error() {
     );
     assert!(out.stdout.is_empty());
 }
+
+/// `--format sarif` is a SARIF 2.1.0 log that OASIS's schema accepts, for every case: one rule
+/// per reason code (ids unique, each linked to its explanation), every result under a known
+/// rule, and a result on each changed line the record calls frozen-only or uncovered.
+#[test]
+fn sarif_is_valid_and_puts_each_blind_line_on_the_files_view() {
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("sarif/sarif-schema-2.1.0.json")).unwrap())
+            .unwrap();
+    let validator = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft4)
+        .build(&schema)
+        .unwrap();
+    // The schema is enforced: a log of another version, or a result without its message, fails.
+    assert!(!validator.is_valid(&serde_json::json!({"version": "2.0.0", "runs": []})));
+    let no_message = serde_json::json!({"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "x"}},
+        "results": [{"ruleId": "x"}]}]});
+    assert!(!validator.is_valid(&no_message));
+    let mut lines_seen = 0;
+    for case in cases() {
+        let (coverage, results) = (
+            case.dir.join("evidence/coverage.json"),
+            case.dir.join("evidence/results"),
+        );
+        let record = run_case(&case, &coverage, &results).json;
+        let mut args = vec!["check".to_owned(), "--format".to_owned(), "sarif".to_owned()];
+        args.extend(case.args(&coverage, &results));
+        let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        let out = flakegate(&args);
+        let log: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{}: not JSON ({e}): {}",
+                case.name,
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        let errors: Vec<String> = validator
+            .iter_errors(&log)
+            .map(|e| format!("{} at {}", e, e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{}: {errors:#?}", case.name);
+        let run = &log["runs"][0];
+        assert_eq!(run["properties"]["verdict"], record["verdict"], "{}", case.name);
+        let rules: Vec<&str> = run["tool"]["driver"]["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap())
+            .collect();
+        let unique: std::collections::BTreeSet<&str> = rules.iter().copied().collect();
+        assert_eq!(unique.len(), rules.len(), "rule ids are unique");
+        for r in run["tool"]["driver"]["rules"].as_array().unwrap() {
+            assert!(r["helpUri"].as_str().unwrap().contains("reasons.md#"), "{r}");
+        }
+        let found: Vec<(String, u64, &str)> = run["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let id = r["ruleId"].as_str().unwrap();
+                assert_eq!(rules[r["ruleIndex"].as_u64().unwrap() as usize], id, "{}", case.name);
+                let loc = &r["locations"][0]["physicalLocation"];
+                (
+                    loc["artifactLocation"]["uri"].as_str().unwrap().to_owned(),
+                    loc["region"]["startLine"].as_u64().unwrap(),
+                    id,
+                )
+            })
+            .collect();
+        for f in record["files"].as_array().unwrap() {
+            let path = f["path"].as_str().unwrap();
+            for class in ["frozen_only_lines", "uncovered_lines"] {
+                for line in f[class].as_array().into_iter().flatten() {
+                    let line = line.as_u64().unwrap();
+                    // A run of lines is one result starting at its first line.
+                    let covered = found.iter().any(|(p, start, _)| p == path && *start <= line);
+                    assert!(
+                        covered,
+                        "{}: {path}:{line} ({class}) has no result in {found:?}",
+                        case.name
+                    );
+                    lines_seen += 1;
+                }
+            }
+        }
+    }
+    assert!(lines_seen > 0, "some case has blind lines to show");
+}
