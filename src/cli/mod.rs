@@ -39,6 +39,12 @@ pub struct Cli {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SchemaOf {
+    Config,
+    Ledger,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ColorWhen {
     Auto,
     Always,
@@ -77,6 +83,12 @@ pub enum Cmd {
     /// Create the GitHub App with GitHub's manifest flow, from a page served on 127.0.0.1, and
     /// write its id, private key and webhook secret to an env file (or print `fly secrets set`).
     Setup(setup::SetupArgs),
+    /// Print the JSON Schema of `.github/flakegate.yml` (`config`) or of the ledger (`ledger`),
+    /// for an editor's completion and checking (the files under `schemas/` are these).
+    Schema {
+        #[arg(value_enum)]
+        of: SchemaOf,
+    },
     /// Print a completion script for SHELL (e.g. `flakegate completions bash > /etc/bash_completion.d/flakegate`).
     Completions {
         #[arg(value_enum)]
@@ -105,6 +117,14 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Cmd::Man { dir } => man(dir.as_deref()),
+        Cmd::Schema { of } => {
+            let schema = match of {
+                SchemaOf::Config => schemars::schema_for!(Config),
+                SchemaOf::Ledger => schemars::schema_for!(crate::gate::ledger::LedgerFile),
+            };
+            println!("{}", serde_json::to_string_pretty(&schema)?);
+            Ok(0)
+        }
     }
 }
 

@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// The whole `.github/flakegate.yml`.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
+#[schemars(title = "flakegate repository configuration (.github/flakegate.yml)")]
 pub struct Config {
     /// Path of the freeze ledger in the repository. Default `.github/flake-ledger.json`.
     pub ledger: String,
@@ -41,7 +42,7 @@ impl Default for Config {
 }
 
 /// Where the App finds the evidence.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct EvidenceConfig {
     /// Name of the workflow artifact holding the evidence directory. Default `flakegate-evidence`.
@@ -65,7 +66,7 @@ impl Default for EvidenceConfig {
 
 /// Whom flakegate notifies with an @-mention (`mentions`); an owner it does not mention is
 /// named without the `@`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Mentions {
     /// Only owners who must act before the pull request can merge: the owners of the frozen
@@ -86,7 +87,7 @@ impl Mentions {
 }
 
 /// What the check run's conclusion is for PASS_WITH_CAVEAT.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CaveatConclusion {
     #[default]
@@ -96,7 +97,7 @@ pub enum CaveatConclusion {
 }
 
 /// What a caveat signal does to the verdict (`policy.signals`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SignalLevel {
     /// The reason is dropped from the verdict; the report's notes say policy turned it off.
@@ -131,6 +132,27 @@ impl Signals {
 // `Signals` reads and writes itself as the struct of one optional field per signal that
 // it was (`deny_unknown_fields`, `default`, `skip_serializing_if = "Option::is_none"`):
 // the same YAML and JSON, the same errors.
+
+/// The schema of the struct `Signals` reads itself as: one optional level per signal's key,
+/// no other key.
+impl schemars::JsonSchema for Signals {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Signals".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let level = generator.subschema_for::<Option<SignalLevel>>();
+        let properties: serde_json::Map<String, serde_json::Value> = Signal::KEYS
+            .iter()
+            .map(|k| (k.to_string(), level.clone().to_value()))
+            .collect();
+        schemars::json_schema!({
+            "type": "object",
+            "description": "Per caveat signal: `off`, `caveat` (the default) or `inconclusive`.",
+            "properties": properties,
+            "additionalProperties": false,
+        })
+    }
+}
 
 impl Serialize for Signals {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -225,7 +247,7 @@ impl de::Visitor<'_> for SignalKeyVisitor {
 }
 
 /// The policy knobs of the decision.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Policy {
     /// Any changed line without a stable witness makes the verdict INCONCLUSIVE

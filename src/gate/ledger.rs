@@ -71,32 +71,16 @@ impl Ledger {
     /// the order test, observed, reason, owner, frozen_at, expires (absent optional
     /// fields left out), 2-space JSON, a trailing newline.
     pub fn canonical_text(entries: &[FreezeEntry]) -> String {
-        #[derive(Serialize)]
-        struct EntryOut<'a> {
-            test: &'a str,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            observed: Option<&'a str>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            reason: Option<&'a str>,
-            owner: &'a str,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            frozen_at: Option<String>,
-            expires: String,
-        }
-        #[derive(Serialize)]
-        struct LedgerOut<'a> {
-            frozen: Vec<EntryOut<'a>>,
-        }
         let mut sorted: Vec<&FreezeEntry> = entries.iter().collect();
         sorted.sort_by(|a, b| a.test.cmp(&b.test));
-        let out = LedgerOut {
+        let out = LedgerFile {
             frozen: sorted
                 .into_iter()
-                .map(|e| EntryOut {
-                    test: &e.test,
-                    observed: e.observed.as_deref(),
-                    reason: e.reason.as_deref(),
-                    owner: &e.owner,
+                .map(|e| EntryFile {
+                    test: e.test.clone(),
+                    observed: e.observed.clone(),
+                    reason: e.reason.clone(),
+                    owner: e.owner.clone(),
                     frozen_at: e.frozen_at.map(|d| d.to_string()),
                     expires: e.expires.to_string(),
                 })
@@ -106,6 +90,46 @@ impl Ledger {
         s.push('\n');
         s
     }
+}
+
+/// The ledger file as the ledger commands write it ([`Ledger::canonical_text`]), and its JSON
+/// Schema (`flakegate schema ledger`). [`parse_ledger`] reads the same shape, field by field,
+/// to name the line and column of each problem.
+#[derive(Serialize, schemars::JsonSchema)]
+#[schemars(
+    deny_unknown_fields,
+    title = "flakegate freeze ledger (.github/flake-ledger.json)",
+    description = "Every frozen test, with its owner and expiry: a frozen test is not evidence."
+)]
+pub struct LedgerFile {
+    /// The frozen tests: not evidence until they are fixed, re-probed and unfrozen.
+    pub frozen: Vec<EntryFile>,
+}
+
+/// One frozen test as the ledger file holds it.
+#[derive(Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct EntryFile {
+    /// A pytest node id (`path::name…`) or a prefix of node ids (a class, a parametrised base
+    /// name); another runner's test name or Bazel label (docs/cli.md, "Other languages").
+    #[schemars(length(min = 1))]
+    pub test: String,
+    /// What the probe showed, e.g. "2/5 fail on clean base".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed: Option<String>,
+    /// Why it is flaky, as far as anyone knows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Who fixes it: a GitHub handle (`@user`, `@org/team`) or a name `owners` maps to one.
+    #[schemars(length(min = 1))]
+    pub owner: String,
+    /// When it was frozen (YYYY-MM-DD).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^\d{4}-\d{2}-\d{2}$"))]
+    pub frozen_at: Option<String>,
+    /// The day after which the freeze blinds every pull request until renewed or removed (YYYY-MM-DD).
+    #[schemars(regex(pattern = r"^\d{4}-\d{2}-\d{2}$"))]
+    pub expires: String,
 }
 
 const TOP_FIELDS: &[&str] = &["frozen"];

@@ -22,13 +22,14 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-const SUBCOMMANDS: [&str; 8] = [
+const SUBCOMMANDS: [&str; 9] = [
     "check",
     "history",
     "ledger",
     "probe",
     "serve",
     "setup",
+    "schema",
     "completions",
     "man",
 ];
@@ -152,4 +153,93 @@ fn color_is_asked_for_or_follows_no_color() {
     );
     let o = flakegate(&["--color", "sometimes", "--version"], &[]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+fn schema(name: &str) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(root().join("schemas").join(name)).unwrap()).unwrap()
+}
+
+fn validator(name: &str) -> jsonschema::Validator {
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .build(&schema(name))
+        .unwrap()
+}
+
+fn errors(v: &jsonschema::Validator, doc: &serde_json::Value) -> Vec<String> {
+    v.iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect()
+}
+
+/// The committed schemas are what this build generates from its types: regenerate them with
+/// `flakegate schema config > schemas/flakegate.schema.json` (and `ledger`).
+#[test]
+fn the_committed_schemas_are_generated_from_the_code() {
+    for (of, file) in [
+        ("config", "flakegate.schema.json"),
+        ("ledger", "flake-ledger.schema.json"),
+    ] {
+        let o = flakegate(&["schema", of], &[]);
+        assert_eq!(o.status.code(), Some(0));
+        let generated: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(
+            generated,
+            schema(file),
+            "schemas/{file} is stale: run `flakegate schema {of} > schemas/{file}`"
+        );
+    }
+}
+
+/// Every configuration the docs show and every ledger the project ships validate; a typo'd
+/// key, a missing owner or a date that is not a date do not.
+#[test]
+fn every_example_validates_and_mistakes_do_not() {
+    let config = validator("flakegate.schema.json");
+    let cli = std::fs::read_to_string(root().join("docs/cli.md")).unwrap();
+    let section = cli.split("## Configuration").nth(1).unwrap();
+    let section = section.split("### Editors").next().unwrap();
+    let mut blocks = 0;
+    for block in section.split("```yaml").skip(1) {
+        let yaml = block.split("```").next().unwrap();
+        let doc: serde_json::Value = serde_yaml_ng::from_str(yaml).unwrap();
+        assert!(errors(&config, &doc).is_empty(), "{yaml}: {:?}", errors(&config, &doc));
+        blocks += 1;
+    }
+    assert!(blocks >= 1, "docs/cli.md shows a configuration");
+    for bad in [
+        "policy:\n  strict_line: true\n",
+        "mentions: sometimes\n",
+        "policy:\n  signals:\n    weakend_test: off\n",
+        "evidence:\n  timeout_minutes: soon\n",
+    ] {
+        let doc: serde_json::Value = serde_yaml_ng::from_str(bad).unwrap();
+        assert!(!errors(&config, &doc).is_empty(), "{bad} validates");
+    }
+
+    let ledger = validator("flake-ledger.schema.json");
+    for file in [
+        "examples/shop/flake-ledger.json",
+        "tests/fixtures/project/.github/flake-ledger.json",
+        "tests/fixtures/cases/expired/ledger.json",
+        "tests/fixtures/lcov/ledger.json",
+        "tests/fixtures/lcov/ledger-bazel.json",
+    ] {
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(root().join(file)).unwrap()).unwrap();
+        assert!(errors(&ledger, &doc).is_empty(), "{file}: {:?}", errors(&ledger, &doc));
+    }
+    let entry = r#"{"test": "tests/t.py::test_a", "owner": "@o", "expires": "2027-01-31"}"#;
+    let ok: serde_json::Value = serde_json::from_str(&format!(r#"{{"frozen": [{entry}]}}"#)).unwrap();
+    assert!(errors(&ledger, &ok).is_empty());
+    for bad in [
+        r#"{"frozen": [{"test": "tests/t.py::test_a", "expires": "2027-01-31"}]}"#,
+        r#"{"frozen": [{"test": "tests/t.py::test_a", "owner": "@o", "expires": "soon"}]}"#,
+        r#"{"frozen": [{"test": "", "owner": "@o", "expires": "2027-01-31"}]}"#,
+        r#"{"frozen": [{"test": "tests/t.py::test_a", "owner": "@o", "expires": "2027-01-31", "expiry": "x"}]}"#,
+        r#"{"frozen": [], "version": 2}"#,
+    ] {
+        let doc: serde_json::Value = serde_json::from_str(bad).unwrap();
+        assert!(!errors(&ledger, &doc).is_empty(), "{bad} validates");
+    }
 }

@@ -15,7 +15,7 @@ pub const RECOVERY: &str = "a test seen unstable stays unstable until it passes,
 const RECOVERY_CHANCE: f64 = 0.05;
 
 /// `history` in `.github/flakegate.yml`: how long observations count, and the recovery rule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct HistoryPolicy {
     /// Observations older than this many days are dropped. Default 90.
