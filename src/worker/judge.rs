@@ -53,22 +53,18 @@ impl RunRef {
     /// rest may have left a partial artifact, which is never judged. No conclusion (a payload
     /// stored before conclusions were kept) is judged as before.
     pub(super) fn cut_short(conclusion: Option<&str>) -> Option<&'static str> {
-        const CUT_SHORT: [&str; 6] = [
+        const CUT_SHORT: [&str; 7] = [
             "cancelled",
             "timed_out",
             "startup_failure",
             "action_required",
             "stale",
             "skipped",
+            "neutral",
         ];
         match conclusion? {
             "success" | "failure" => None,
-            c => Some(
-                CUT_SHORT
-                    .into_iter()
-                    .find(|k| *k == c)
-                    .unwrap_or("an unknown conclusion"),
-            ),
+            c => Some(CUT_SHORT.into_iter().find(|k| *k == c).unwrap_or("unknown")),
         }
     }
 
@@ -354,8 +350,8 @@ impl Worker {
         }
         if let Some(how) = run.cut_short {
             return Err(user(format!(
-                "workflow run {run_id} ({workflow_path}) ended `{how}` before it completed: its evidence may be \
-                 partial and is not judged; re-run the workflow"
+                "workflow run {run_id} ({workflow_path}) did not complete (its conclusion: `{how}`): its evidence \
+                 may be partial and is not judged; re-run the workflow"
             )));
         }
 
@@ -445,6 +441,16 @@ impl Worker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_run_whose_tests_passed_or_failed_is_complete() {
+        for complete in [None, Some("success"), Some("failure")] {
+            assert_eq!(RunRef::cut_short(complete), None, "{complete:?}");
+        }
+        assert_eq!(RunRef::cut_short(Some("cancelled")), Some("cancelled"));
+        assert_eq!(RunRef::cut_short(Some("timed_out")), Some("timed_out"));
+        assert_eq!(RunRef::cut_short(Some("something_new")), Some("unknown"));
+    }
 
     #[test]
     fn workflow_names() {
