@@ -550,6 +550,12 @@ macro_rules! common_history_methods {
                 .await
                 .context("compacting history")?;
             tx.commit().await.context("compacting history")?;
+            // Fresh statistics for the planner: a history filled faster than the database's own
+            // analysis runs (PostgreSQL's autovacuum) is otherwise read with plans made for
+            // empty tables (docs/performance.md, "The flake history at scale").
+            for q in ANALYZE_HISTORY {
+                sqlx::query::<Db>(q).execute(&self.pool).await.context("analysing history")?;
+            }
             self.history_size().await
         }
 

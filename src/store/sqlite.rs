@@ -14,6 +14,16 @@ use std::time::Duration;
 
 type Db = Sqlite;
 
+/// The history's statistics after compaction (`compact_history`): sampled, so that it costs
+/// milliseconds whatever the tables hold.
+const ANALYZE_HISTORY: &[&str] = &[
+    "PRAGMA analysis_limit = 1000",
+    "ANALYZE history_days",
+    "ANALYZE history_sha",
+    "ANALYZE history_streak",
+    "ANALYZE history_failures",
+];
+
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
