@@ -8,6 +8,8 @@ mod corpus;
 mod deploy;
 mod end_to_end;
 mod expired_freezes;
+#[path = "../common/git.rs"]
+mod git_cmd;
 mod github_client;
 mod history;
 mod history_store;

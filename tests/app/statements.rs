@@ -6,37 +6,16 @@
 //! release here adds the hand-written shapes module; `tests/cli/statements.rs` adds the
 //! generated ones too.)
 
+use crate::git_cmd::git_output as git;
 use crate::support::app_harness::*;
 use crate::support::fake_repo::{ArtifactState, FakeRepo};
 use flakegate::store::RetryPolicy;
 use serde_json::Value;
-use std::path::Path;
-use std::process::Command;
 
 const PR: u64 = 21;
 const RUN_ID: u64 = 4_300_001;
 const BASE: &str = "7100000000000000000000000000000000000000";
 const HEAD: &str = "7200000000000000000000000000000000000000";
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// The release's diff (the package and its tests added) and the head's files.
 fn release() -> (String, Vec<(String, Vec<u8>)>) {

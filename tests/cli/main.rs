@@ -10,6 +10,8 @@ mod corpus;
 mod coverage_oracle;
 mod coverage_readers;
 mod git_base;
+#[path = "../common/git.rs"]
+mod git_cmd;
 mod history;
 #[path = "../common/hostile.rs"]
 mod hostile;

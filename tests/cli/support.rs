@@ -1,28 +1,10 @@
 //! Helpers shared by the command-line tests.
 
 use std::path::Path;
-use std::process::Command;
 
-/// Run git in `dir` without the user's or the system's config, with a fixed identity;
-/// fail the test with git's stderr if it fails. Returns stdout, trimmed.
+/// Run git in `dir` (`tests/common/git.rs`); returns stdout, trimmed.
 pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+    crate::git_cmd::git_output(dir, args).trim().to_string()
 }
 
 /// Copy `from` into `to` recursively, leaving out Python's caches (a fixture tree must be
