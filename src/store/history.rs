@@ -4,7 +4,9 @@
 //!
 //! Bounded storage: everything older than the window is deleted by [`compact`]; passes are
 //! counts (per test and day; per test and sha only where the test was probed on that sha or
-//! has failed), failures are rows with their source. A repository is its numeric id.
+//! has failed), failures are rows with their source. A repository is its numeric id; each test
+//! node id and sha is written once (`history_tests`, `history_shas`) and the counts name them by
+//! number, so a row is a few integers and a read probes integer keys.
 //!
 //! [`History`]: crate::gate::history::History
 //! [`compact`]: crate::store::Store::compact_history
@@ -150,6 +152,9 @@ pub(super) fn check(o: &Observation) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The tables (migrations 8 and 11): each test node id and sha once per repository
+/// (`history_tests`, with the test's passing streak; `history_shas`), and counts that name them
+/// by number — per test and day, per test and sha, and each failure with its source.
 pub(super) mod sql {
     pub const NAME: &str = "SELECT name FROM history_repositories WHERE repo_id = $1";
     pub const SET_NAME: &str = "INSERT INTO history_repositories (repo_id, name) VALUES ($1, $2) \
@@ -164,68 +169,85 @@ pub(super) mod sql {
     /// The latest recorded attempt of a run (what a re-evaluation judges again).
     pub const LATEST_KEY: &str = "SELECT run_key FROM history_recorded WHERE repo_id = $1 AND run_id = $2 ORDER BY \
                                   attempt DESC LIMIT 1";
-    pub const ADD_DAY: &str =
-        "INSERT INTO history_days (repo_id, test, day, passes, failures) VALUES ($1, $2, $3, $4, \
-                               $5) ON CONFLICT (repo_id, test, day) DO UPDATE SET passes = history_days.passes + \
-                               excluded.passes, failures = history_days.failures + excluded.failures";
+    /// A test's streak after one observation ($3: it failed; $4: its passes), and its `last_at`
+    /// moved to the observation's time: the row is held until the run commits, so compaction
+    /// cannot drop the test under it. Returns the test's number (none: a test not yet known).
+    pub const TOUCH_TEST: &str = "UPDATE history_tests SET streak = CASE WHEN $3 THEN 0 ELSE streak + CAST($4 AS \
+                                  BIGINT) END, last_at = CASE WHEN last_at > CAST($5 AS BIGINT) THEN last_at ELSE \
+                                  CAST($5 AS BIGINT) END WHERE repo_id = $1 AND test = $2 RETURNING id";
+    /// A test seen for the first time; none returned when another instance added it meanwhile.
+    pub const NEW_TEST: &str = "INSERT INTO history_tests (repo_id, test, streak, last_at) VALUES ($1, $2, $3, $4) \
+                                ON CONFLICT (repo_id, test) DO NOTHING RETURNING id";
+    pub const TOUCH_SHA: &str = "UPDATE history_shas SET last_at = CASE WHEN last_at > CAST($3 AS BIGINT) THEN \
+                                 last_at ELSE CAST($3 AS BIGINT) END WHERE repo_id = $1 AND sha = $2 RETURNING id";
+    pub const NEW_SHA: &str = "INSERT INTO history_shas (repo_id, sha, last_at) VALUES ($1, $2, $3) ON CONFLICT \
+                               (repo_id, sha) DO NOTHING RETURNING id";
+    pub const SHA_IDS: &str = "SELECT id, sha FROM history_shas WHERE repo_id = $1 AND sha IN ($2, $3)";
+    pub const ADD_DAY: &str = "INSERT INTO history_day_counts (test_id, day, passes, failures) VALUES ($1, $2, $3, \
+                               $4) ON CONFLICT (test_id, day) DO UPDATE SET passes = history_day_counts.passes + \
+                               excluded.passes, failures = history_day_counts.failures + excluded.failures";
     /// Per-sha counts: always for a probe or a failure; a head run's pass only where the test
     /// already has a row on that sha or a failure in the history (the "same code" check needs
     /// nothing else, and a full suite's passes on every base sha would be most of the database).
-    pub const ADD_SHA: &str = "INSERT INTO history_sha (repo_id, test, sha, passes, failures, last_at) SELECT CAST($1 AS \
-                               BIGINT), CAST($2 AS TEXT), CAST($3 AS TEXT), CAST($4 AS BIGINT), CAST($5 AS BIGINT), \
-                               CAST($6 AS BIGINT) WHERE $7 OR EXISTS (SELECT 1 FROM history_failures f WHERE f.repo_id = $1 AND \
-                               f.test = $2) OR EXISTS (SELECT 1 FROM history_sha s WHERE s.repo_id = $1 AND s.test = \
-                               $2 AND s.sha = $3) ON CONFLICT (repo_id, test, sha) DO UPDATE SET passes = \
-                               history_sha.passes + excluded.passes, failures = history_sha.failures + \
-                               excluded.failures, last_at = excluded.last_at";
-    pub const ADD_FAILURE: &str = "INSERT INTO history_failures (repo_id, test, sha, kind, pr, run_id, attempt, \
-                                   failures, at, run_key) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
-    pub const STREAK: &str = "INSERT INTO history_streak (repo_id, test, passes) VALUES ($1, $2, $3) ON CONFLICT \
-                              (repo_id, test) DO UPDATE SET passes = CASE WHEN $4 THEN 0 ELSE history_streak.passes + \
-                              excluded.passes END";
-    pub const LAST_FAILURE: &str =
-        "SELECT sha, kind, pr, run_id, attempt, at FROM history_failures WHERE repo_id = $1 \
-                                    AND test = $2 AND at >= $3 AND run_key <> $4 ORDER BY at DESC, id DESC LIMIT 1";
-    pub const FAILURE_ON_SHA: &str = "SELECT sha, kind, pr, run_id, attempt, at FROM history_failures WHERE repo_id = \
-                                      $1 AND test = $2 AND sha = $3 AND at >= $4 AND run_key <> $5 ORDER BY at DESC, id DESC \
-                                      LIMIT 1";
+    pub const ADD_SHA: &str = "INSERT INTO history_sha_counts (test_id, sha_id, passes, failures, last_at) SELECT \
+                               CAST($1 AS BIGINT), CAST($2 AS BIGINT), CAST($3 AS BIGINT), CAST($4 AS BIGINT), \
+                               CAST($5 AS BIGINT) WHERE $6 OR EXISTS (SELECT 1 FROM history_failed f WHERE \
+                               f.test_id = $1) OR EXISTS (SELECT 1 FROM history_sha_counts s WHERE s.test_id = $1 \
+                               AND s.sha_id = $2) ON CONFLICT (test_id, sha_id) DO UPDATE SET passes = \
+                               history_sha_counts.passes + excluded.passes, failures = history_sha_counts.failures \
+                               + excluded.failures, last_at = excluded.last_at";
+    pub const ADD_FAILURE: &str = "INSERT INTO history_failed (test_id, sha_id, kind, pr, run_id, attempt, \
+                                   failures, at, run_key) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+    pub const LAST_FAILURE: &str = "SELECT h.sha, f.kind, f.pr, f.run_id, f.attempt, f.at FROM history_failed f JOIN \
+                                    history_shas h ON h.id = f.sha_id WHERE f.test_id = $1 AND f.at >= $2 AND \
+                                    f.run_key <> $3 ORDER BY f.at DESC, f.id DESC LIMIT 1";
+    pub const FAILURE_ON_SHA: &str = "SELECT h.sha, f.kind, f.pr, f.run_id, f.attempt, f.at FROM history_failed f \
+                                      JOIN history_shas h ON h.id = f.sha_id WHERE f.test_id = $1 AND f.sha_id = $2 \
+                                      AND f.at >= $3 AND f.run_key <> $4 ORDER BY f.at DESC, f.id DESC LIMIT 1";
     /// The latest failure on a sha where the test also passed.
-    pub const UNSTABLE_ON: &str = "SELECT f.sha, f.kind, f.pr, f.run_id, f.attempt, f.at FROM history_failures f JOIN \
-                                   history_sha s ON s.repo_id = f.repo_id AND s.test = f.test AND s.sha = f.sha WHERE \
-                                   f.repo_id = $1 AND f.test = $2 AND f.at >= $3 AND s.passes > 0 AND f.run_key <> $4 \
-                                   ORDER BY f.at DESC, f.id DESC LIMIT 1";
+    pub const UNSTABLE_ON: &str = "SELECT h.sha, f.kind, f.pr, f.run_id, f.attempt, f.at FROM history_failed f JOIN \
+                                   history_sha_counts s ON s.test_id = f.test_id AND s.sha_id = f.sha_id JOIN \
+                                   history_shas h ON h.id = f.sha_id WHERE f.test_id = $1 AND f.at >= $2 AND \
+                                   s.passes > 0 AND f.run_key <> $3 ORDER BY f.at DESC, f.id DESC LIMIT 1";
     /// Tests with a failure on a sha where they also passed, within the window.
-    pub const UNSTABLE_TESTS: &str =
-        "SELECT DISTINCT f.test FROM history_failures f JOIN history_sha s ON s.repo_id = \
-                                      f.repo_id AND s.test = f.test AND s.sha = f.sha WHERE f.repo_id = $1 AND f.at >= \
-                                      $2 AND s.passes > 0 ORDER BY f.test";
+    pub const UNSTABLE_TESTS: &str = "SELECT DISTINCT t.test FROM history_failed f JOIN history_tests t ON t.id = \
+                                      f.test_id JOIN history_sha_counts s ON s.test_id = f.test_id AND s.sha_id = \
+                                      f.sha_id WHERE t.repo_id = $1 AND f.at >= $2 AND s.passes > 0 ORDER BY t.test";
     /// Every repository id the history holds anything of.
-    pub const REPO_IDS: &str = "SELECT repo_id FROM history_days UNION SELECT repo_id FROM history_recorded UNION \
+    pub const REPO_IDS: &str = "SELECT repo_id FROM history_tests UNION SELECT repo_id FROM history_recorded UNION \
                                 SELECT repo_id FROM history_repositories";
-    pub const COUNT: &str =
-        "SELECT (SELECT COUNT(*) FROM history_days) + (SELECT COUNT(*) FROM history_sha) + (SELECT \
-                             COUNT(*) FROM history_failures)";
-    /// Each with the window's first day (`history_days`) or millisecond (the others).
-    pub const COMPACT: [(&str, bool); 4] = [
-        ("DELETE FROM history_days WHERE day < $1", true),
-        ("DELETE FROM history_sha WHERE last_at < $1", false),
-        ("DELETE FROM history_failures WHERE at < $1", false),
-        ("DELETE FROM history_recorded WHERE at < $1", false),
+    pub const COUNT: &str = "SELECT (SELECT COUNT(*) FROM history_day_counts) + (SELECT COUNT(*) FROM \
+                             history_sha_counts) + (SELECT COUNT(*) FROM history_failed)";
+    /// Each with the window's first day (`history_day_counts`) or millisecond (the others);
+    /// tests and shas with the first millisecond of the window's first day, so that nothing
+    /// left refers to them (their `last_at` is the latest of their counts').
+    pub const COMPACT: [(&str, Bound); 6] = [
+        ("DELETE FROM history_day_counts WHERE day < $1", Bound::Day),
+        ("DELETE FROM history_sha_counts WHERE last_at < $1", Bound::Time),
+        ("DELETE FROM history_failed WHERE at < $1", Bound::Time),
+        ("DELETE FROM history_recorded WHERE at < $1", Bound::Time),
+        ("DELETE FROM history_tests WHERE last_at < $1", Bound::DayStart),
+        ("DELETE FROM history_shas WHERE last_at < $1", Bound::DayStart),
     ];
+    /// How a compaction statement's bound is given.
+    #[derive(Debug, Clone, Copy)]
+    pub enum Bound {
+        Day,
+        Time,
+        DayStart,
+    }
     /// A run's own copy serves a later judgement of the same run (a retry, a re-evaluation,
     /// a pull request opened later on the same head): kept for `OWN_COPY_DAYS`, then dropped (a
     /// run judged again after that reads the history with its own observations in it).
     pub const TRIM_OWN_COPIES: &str =
         "UPDATE history_recorded SET observations = '[]' WHERE at < $1 AND observations <> '[]'";
-    pub const COMPACT_STREAKS: &str =
-        "DELETE FROM history_streak WHERE NOT EXISTS (SELECT 1 FROM history_days d WHERE \
-                                       d.repo_id = history_streak.repo_id AND d.test = history_streak.test)";
-    pub const DELETE: [&str; 6] = [
+    pub const DELETE: [&str; 7] = [
         "DELETE FROM history_recorded WHERE repo_id = $1",
-        "DELETE FROM history_days WHERE repo_id = $1",
-        "DELETE FROM history_sha WHERE repo_id = $1",
-        "DELETE FROM history_failures WHERE repo_id = $1",
-        "DELETE FROM history_streak WHERE repo_id = $1",
+        "DELETE FROM history_day_counts WHERE test_id IN (SELECT id FROM history_tests WHERE repo_id = $1)",
+        "DELETE FROM history_sha_counts WHERE test_id IN (SELECT id FROM history_tests WHERE repo_id = $1)",
+        "DELETE FROM history_failed WHERE test_id IN (SELECT id FROM history_tests WHERE repo_id = $1)",
+        "DELETE FROM history_tests WHERE repo_id = $1",
+        "DELETE FROM history_shas WHERE repo_id = $1",
         "DELETE FROM history_repositories WHERE repo_id = $1",
     ];
 }
@@ -268,7 +290,7 @@ macro_rules! common_history_methods {
             now: DateTime<Utc>,
         ) -> anyhow::Result<Option<u64>> {
             use super::history::{check, sql, DAY_MS};
-            use crate::gate::history::RunKind;
+            use crate::gate::history::{Observation, RunKind};
             for o in observations {
                 check(o)?;
             }
@@ -288,22 +310,77 @@ macro_rules! common_history_methods {
             if fresh == 0 {
                 return Ok(None);
             }
+            let at_of = |o: &Observation| {
+                o.source
+                    .date
+                    .and_hms_opt(12, 0, 0)
+                    .map(|d| d.and_utc().timestamp_millis())
+                    .unwrap_or_default()
+            };
+            // Each sha once, with the latest time any of its counts is observed at.
+            let mut sha_at: std::collections::HashMap<&str, i64> = Default::default();
+            for o in observations.iter().filter(|o| o.passes > 0 || o.failures > 0) {
+                let at = sha_at.entry(o.source.sha.as_str()).or_insert(i64::MIN);
+                *at = (*at).max(at_of(o));
+            }
+            let mut sha_ids: std::collections::HashMap<&str, i64> = Default::default();
+            for (sha, at) in sha_at {
+                let mut id = None;
+                for q in [sql::TOUCH_SHA, sql::NEW_SHA, sql::TOUCH_SHA] {
+                    id = sqlx::query_as::<Db, (i64,)>(q)
+                        .bind(repo_id)
+                        .bind(sha)
+                        .bind(at)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .context("recording history (shas)")?;
+                    if id.is_some() {
+                        break;
+                    }
+                }
+                let (id,) = id.with_context(|| format!("recording history: sha {sha} could not be numbered"))?;
+                sha_ids.insert(sha, id);
+            }
             let mut n = 0u64;
             for o in observations {
                 if o.passes == 0 && o.failures == 0 {
                     continue;
                 }
-                let at = o
-                    .source
-                    .date
-                    .and_hms_opt(12, 0, 0)
-                    .map(|d| d.and_utc().timestamp_millis())
-                    .unwrap_or_default();
+                let at = at_of(o);
                 let (test, sha) = (o.test.as_str(), o.source.sha.as_str());
                 let (passes, failures) = (i64::from(o.passes), i64::from(o.failures));
+                let streak = if failures > 0 { 0 } else { passes };
+                // The test's number, its streak moved on and its row held (a new test is added).
+                let mut test_id = None;
+                for fresh in [false, true, false] {
+                    test_id = if fresh {
+                        sqlx::query_as::<Db, (i64,)>(sql::NEW_TEST)
+                            .bind(repo_id)
+                            .bind(test)
+                            .bind(streak)
+                            .bind(at)
+                            .fetch_optional(&mut *tx)
+                            .await
+                    } else {
+                        sqlx::query_as::<Db, (i64,)>(sql::TOUCH_TEST)
+                            .bind(repo_id)
+                            .bind(test)
+                            .bind(failures > 0)
+                            .bind(passes)
+                            .bind(at)
+                            .fetch_optional(&mut *tx)
+                            .await
+                    }
+                    .context("recording history (tests)")?;
+                    if test_id.is_some() {
+                        break;
+                    }
+                }
+                let (test_id,) =
+                    test_id.with_context(|| format!("recording history: test {test} could not be numbered"))?;
+                let sha_id = *sha_ids.get(sha).context("recording history: a sha without its number")?;
                 sqlx::query::<Db>(sql::ADD_DAY)
-                    .bind(repo_id)
-                    .bind(test)
+                    .bind(test_id)
                     .bind(at.div_euclid(DAY_MS))
                     .bind(passes)
                     .bind(failures)
@@ -312,9 +389,8 @@ macro_rules! common_history_methods {
                     .context("recording history (days)")?;
                 if failures > 0 {
                     sqlx::query::<Db>(sql::ADD_FAILURE)
-                        .bind(repo_id)
-                        .bind(test)
-                        .bind(sha)
+                        .bind(test_id)
+                        .bind(sha_id)
                         .bind(o.source.kind.as_str())
                         .bind(o.source.pr.map(|n| n as i64))
                         .bind(o.source.run_id.map(|n| n as i64))
@@ -327,9 +403,8 @@ macro_rules! common_history_methods {
                         .context("recording history (failures)")?;
                 }
                 sqlx::query::<Db>(sql::ADD_SHA)
-                    .bind(repo_id)
-                    .bind(test)
-                    .bind(sha)
+                    .bind(test_id)
+                    .bind(sha_id)
                     .bind(passes)
                     .bind(failures)
                     .bind(at)
@@ -337,14 +412,6 @@ macro_rules! common_history_methods {
                     .execute(&mut *tx)
                     .await
                     .context("recording history (shas)")?;
-                sqlx::query::<Db>(sql::STREAK)
-                    .bind(repo_id)
-                    .bind(test)
-                    .bind(if failures > 0 { 0 } else { passes })
-                    .bind(failures > 0)
-                    .execute(&mut *tx)
-                    .await
-                    .context("recording history (streaks)")?;
                 n += 1;
             }
             tx.commit().await.context("recording history")?;
@@ -384,70 +451,81 @@ macro_rules! common_history_methods {
                 recovery_runs,
                 ..History::default()
             };
-            // Counts for every test at once (a few statements per chunk, not per test); the
-            // failures' sources only for tests that failed.
-            let mut totals: std::collections::HashMap<String, (i64, i64, Option<i64>)> = Default::default();
-            let mut on_sha: std::collections::HashMap<(String, String), (i64, i64)> = Default::default();
-            let mut streaks: std::collections::HashMap<String, i64> = Default::default();
+            // Counts for every test at once (a few statements per chunk, not per test, on the
+            // tests' and shas' numbers); the failures' sources only for tests that failed.
+            let list = |first: usize, len: usize| (0..len).map(|i| format!("${}", first + i)).collect::<Vec<_>>().join(", ");
+            let mut numbers: std::collections::HashMap<String, (i64, i64)> = Default::default();
             for chunk in tests.chunks(400) {
-                let list = |first: usize| {
-                    (0..chunk.len()).map(|i| format!("${}", first + i)).collect::<Vec<_>>().join(", ")
-                };
                 let q = format!(
-                    "SELECT test, CAST(SUM(passes) AS BIGINT), CAST(SUM(failures) AS BIGINT), MIN(day) FROM \
-                     history_days WHERE repo_id = $1 AND day >= $2 AND test IN ({}) GROUP BY test",
-                    list(3)
+                    "SELECT test, id, streak FROM history_tests WHERE repo_id = $1 AND test IN ({})",
+                    list(2, chunk.len())
                 );
-                let mut query = sqlx::query_as::<Db, (String, i64, i64, Option<i64>)>(&q)
-                    .bind(repo_id)
-                    .bind(from.div_euclid(DAY_MS));
+                let mut query = sqlx::query_as::<Db, (String, i64, i64)>(&q).bind(repo_id);
                 for t in chunk {
                     query = query.bind(t.as_str());
                 }
-                for (t, p, f, d) in query.fetch_all(&mut *conn).await.context("reading history (totals)")? {
-                    totals.insert(t, (p, f, d));
+                for (t, id, streak) in query.fetch_all(&mut *conn).await.context("reading history (tests)")? {
+                    numbers.insert(t, (id, streak));
+                }
+            }
+            let shas: Vec<(i64, String)> = sqlx::query_as::<Db, _>(sql::SHA_IDS)
+                .bind(repo_id)
+                .bind(base_sha.unwrap_or(""))
+                .bind(head_sha.unwrap_or(""))
+                .fetch_all(&mut *conn)
+                .await
+                .context("reading history (shas)")?;
+            let sha_id = |sha: Option<&str>| sha.and_then(|s| shas.iter().find(|(_, h)| h == s).map(|(id, _)| *id));
+            let (base_id, head_id) = (sha_id(base_sha), sha_id(head_sha));
+            let ids: Vec<i64> = numbers.values().map(|&(id, _)| id).collect();
+            let mut totals: std::collections::HashMap<i64, (i64, i64, Option<i64>)> = Default::default();
+            let mut on_sha: std::collections::HashMap<(i64, i64), (i64, i64)> = Default::default();
+            for chunk in ids.chunks(400) {
+                let q = format!(
+                    "SELECT test_id, CAST(SUM(passes) AS BIGINT), CAST(SUM(failures) AS BIGINT), MIN(day) FROM \
+                     history_day_counts WHERE day >= $1 AND test_id IN ({}) GROUP BY test_id",
+                    list(2, chunk.len())
+                );
+                let mut query = sqlx::query_as::<Db, (i64, i64, i64, Option<i64>)>(&q).bind(from.div_euclid(DAY_MS));
+                for id in chunk {
+                    query = query.bind(id);
+                }
+                for (id, p, f, d) in query.fetch_all(&mut *conn).await.context("reading history (totals)")? {
+                    totals.insert(id, (p, f, d));
+                }
+                if base_id.is_none() && head_id.is_none() {
+                    continue;
                 }
                 let q = format!(
-                    "SELECT test, sha, passes, failures FROM history_sha WHERE repo_id = $1 AND last_at >= $2 AND \
-                     sha IN ($3, $4) AND test IN ({})",
-                    list(5)
+                    "SELECT test_id, sha_id, passes, failures FROM history_sha_counts WHERE last_at >= $1 AND \
+                     sha_id IN ($2, $3) AND test_id IN ({})",
+                    list(4, chunk.len())
                 );
-                let mut query = sqlx::query_as::<Db, (String, String, i64, i64)>(&q)
-                    .bind(repo_id)
+                let mut query = sqlx::query_as::<Db, (i64, i64, i64, i64)>(&q)
                     .bind(from)
-                    .bind(base_sha.unwrap_or(""))
-                    .bind(head_sha.unwrap_or(""));
-                for t in chunk {
-                    query = query.bind(t.as_str());
+                    .bind(base_id.unwrap_or(-1))
+                    .bind(head_id.unwrap_or(-1));
+                for id in chunk {
+                    query = query.bind(id);
                 }
                 for (t, sha, p, f) in query.fetch_all(&mut *conn).await.context("reading history (shas)")? {
                     on_sha.insert((t, sha), (p, f));
                 }
-                let q = format!(
-                    "SELECT test, passes FROM history_streak WHERE repo_id = $1 AND test IN ({})",
-                    list(2)
-                );
-                let mut query = sqlx::query_as::<Db, (String, i64)>(&q).bind(repo_id);
-                for t in chunk {
-                    query = query.bind(t.as_str());
-                }
-                for (t, p) in query.fetch_all(&mut *conn).await.context("reading history (streaks)")? {
-                    streaks.insert(t, p);
-                }
             }
             for test in tests {
-                let t = test.as_str();
-                let Some(&(passes, failures, first_day)) = totals.get(t) else {
+                let Some(&(id, streak)) = numbers.get(test.as_str()) else {
                     continue;
                 };
-                let sha_counts = |sha: Option<&str>| sha.and_then(|s| on_sha.get(&(t.to_string(), s.to_string())).copied());
-                let on_base: Option<(i64, i64)> = sha_counts(base_sha);
-                let (on_head, mut head_failure) = (sha_counts(head_sha), None);
-                if let Some(sha) = head_sha {
+                let Some(&(passes, failures, first_day)) = totals.get(&id) else {
+                    continue;
+                };
+                let sha_counts = |sha: Option<i64>| sha.and_then(|s| on_sha.get(&(id, s)).copied());
+                let on_base: Option<(i64, i64)> = sha_counts(base_id);
+                let (on_head, mut head_failure) = (sha_counts(head_id), None);
+                if let Some(sha) = head_id {
                     if failures > 0 {
                         let row: Option<FailureRow> = sqlx::query_as::<Db, _>(sql::FAILURE_ON_SHA)
-                            .bind(repo_id)
-                            .bind(t)
+                            .bind(id)
                             .bind(sha)
                             .bind(from)
                             .bind(exclude)
@@ -459,16 +537,14 @@ macro_rules! common_history_methods {
                 }
                 let (last_failure, unstable_on) = if failures > 0 {
                     let last: Option<FailureRow> = sqlx::query_as::<Db, _>(sql::LAST_FAILURE)
-                        .bind(repo_id)
-                        .bind(t)
+                        .bind(id)
                         .bind(from)
                         .bind(exclude)
                         .fetch_optional(&mut *conn)
                         .await
                         .context("reading history (failures)")?;
                     let unstable: Option<FailureRow> = sqlx::query_as::<Db, _>(sql::UNSTABLE_ON)
-                        .bind(repo_id)
-                        .bind(t)
+                        .bind(id)
                         .bind(from)
                         .bind(exclude)
                         .fetch_optional(&mut *conn)
@@ -478,18 +554,17 @@ macro_rules! common_history_methods {
                 } else {
                     (None, None)
                 };
-                let streak: Option<(i64,)> = streaks.get(t).map(|&p| (p,));
                 let n = |v: i64| u64::try_from(v).unwrap_or(0);
                 let mut th = TestHistory {
-                        runs: n(passes) + n(failures),
-                        failures: n(failures),
-                        since: first_day.and_then(day_of),
-                        unstable_on,
-                        last_failure,
-                        passes_since_failure: streak.map_or(0, |(p,)| n(p)),
-                        on_base: on_base.map_or((0, 0), |(p, f)| (n(p), n(f))),
-                        on_head: on_head.map_or((0, 0), |(p, f): (i64, i64)| (n(p), n(f))),
-                        head_failure,
+                    runs: n(passes) + n(failures),
+                    failures: n(failures),
+                    since: first_day.and_then(day_of),
+                    unstable_on,
+                    last_failure,
+                    passes_since_failure: n(streak),
+                    on_base: on_base.map_or((0, 0), |(p, f)| (n(p), n(f))),
+                    on_head: on_head.map_or((0, 0), |(p, f): (i64, i64)| (n(p), n(f))),
+                    head_failure,
                 };
                 subtract(&mut th, test, &own, base_sha, head_sha);
                 if th.runs > 0 || th.last_failure.is_some() {
@@ -533,19 +608,21 @@ macro_rules! common_history_methods {
             use super::history::{sql, window_start};
             let from = window_start(now, window_days);
             let mut tx = self.pool.begin().await.context("compacting history")?;
-            for (q, by_day) in sql::COMPACT {
+            let day_start = from.div_euclid(super::history::DAY_MS) * super::history::DAY_MS;
+            for (q, bound) in sql::COMPACT {
+                let bound = match bound {
+                    sql::Bound::Day => from.div_euclid(super::history::DAY_MS),
+                    sql::Bound::Time => from,
+                    sql::Bound::DayStart => day_start,
+                };
                 sqlx::query::<Db>(q)
-                    .bind(if by_day { from.div_euclid(super::history::DAY_MS) } else { from })
+                    .bind(bound)
                     .execute(&mut *tx)
                     .await
                     .context("compacting history")?;
             }
             sqlx::query::<Db>(sql::TRIM_OWN_COPIES)
                 .bind(window_start(now, super::history::OWN_COPY_DAYS))
-                .execute(&mut *tx)
-                .await
-                .context("compacting history")?;
-            sqlx::query::<Db>(sql::COMPACT_STREAKS)
                 .execute(&mut *tx)
                 .await
                 .context("compacting history")?;

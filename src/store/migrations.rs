@@ -50,6 +50,8 @@ CREATE TABLE comments (
     EVIDENCE_RUN_CUT_SHORT,
     // 10: which repository id the state kept under a repository's name belongs to.
     REPOSITORY_IDS,
+    // 11: the history names each test and sha once; its counts refer to them by number.
+    HISTORY_IDS_SQLITE,
 ];
 
 /// The latest delivery of an event for a head (`Store::latest_delivery`); same on both backends.
@@ -128,6 +130,8 @@ CREATE TABLE comments (
     EVIDENCE_RUN_CUT_SHORT,
     // 10
     REPOSITORY_IDS,
+    // 11
+    HISTORY_IDS_POSTGRES,
 ];
 
 /// The repository id whose state is kept under each repository name (`Store::claim_repository_name`).
@@ -176,6 +180,65 @@ const HISTORY_POSTGRES: &str = concat!(
     run_key TEXT NOT NULL, at BIGINT NOT NULL);",
     history_tables!()
 );
+
+/// The history keyed by numbers: each test node id and each sha is written once per repository
+/// (`history_tests`, `history_shas`) and the counts refer to them, so a row is a few integers
+/// instead of a node id and a sha repeated in the row and in every index
+/// (docs/performance.md, "The flake history at scale"). The passing streak becomes a column of
+/// the test. A test's and a sha's `last_at` is the latest time any of its counts was observed,
+/// so compaction drops them with the counts that name them (nothing older than the window
+/// refers to them), and a run recording one updates it first — holding the row against a
+/// concurrent compaction. Every count is carried over.
+macro_rules! history_ids {
+    ($id:literal, $clustered:literal) => {
+        concat!(
+            "CREATE TABLE history_tests (id ", $id, ", repo_id BIGINT NOT NULL, test TEXT NOT NULL,
+    streak BIGINT NOT NULL DEFAULT 0, last_at BIGINT NOT NULL, UNIQUE (repo_id, test));
+CREATE TABLE history_shas (id ", $id, ", repo_id BIGINT NOT NULL, sha TEXT NOT NULL, last_at BIGINT NOT NULL,
+    UNIQUE (repo_id, sha));
+INSERT INTO history_tests (repo_id, test, last_at) SELECT repo_id, test, MAX(at) FROM (SELECT repo_id, test,
+    (day + 1) * 86400000 - 1 AS at FROM history_days UNION ALL SELECT repo_id, test, last_at FROM history_sha
+    UNION ALL SELECT repo_id, test, at FROM history_failures UNION ALL SELECT repo_id, test, 0 FROM history_streak) x
+    GROUP BY repo_id, test;
+UPDATE history_tests SET streak = COALESCE((SELECT s.passes FROM history_streak s WHERE s.repo_id =
+    history_tests.repo_id AND s.test = history_tests.test), 0);
+INSERT INTO history_shas (repo_id, sha, last_at) SELECT repo_id, sha, MAX(at) FROM (SELECT repo_id, sha,
+    last_at AS at FROM history_sha UNION ALL SELECT repo_id, sha, at FROM history_failures) x GROUP BY repo_id, sha;
+CREATE TABLE history_day_counts (test_id BIGINT NOT NULL, day BIGINT NOT NULL, passes BIGINT NOT NULL,
+    failures BIGINT NOT NULL, PRIMARY KEY (test_id, day))", $clustered, ";
+INSERT INTO history_day_counts (test_id, day, passes, failures) SELECT t.id, d.day, d.passes, d.failures
+    FROM history_days d JOIN history_tests t ON t.repo_id = d.repo_id AND t.test = d.test;
+CREATE TABLE history_sha_counts (test_id BIGINT NOT NULL, sha_id BIGINT NOT NULL, passes BIGINT NOT NULL,
+    failures BIGINT NOT NULL, last_at BIGINT NOT NULL, PRIMARY KEY (test_id, sha_id))", $clustered, ";
+INSERT INTO history_sha_counts (test_id, sha_id, passes, failures, last_at) SELECT t.id, h.id, s.passes,
+    s.failures, s.last_at FROM history_sha s JOIN history_tests t ON t.repo_id = s.repo_id AND t.test = s.test
+    JOIN history_shas h ON h.repo_id = s.repo_id AND h.sha = s.sha;
+CREATE TABLE history_failed (id ", $id, ", test_id BIGINT NOT NULL, sha_id BIGINT NOT NULL,
+    kind TEXT NOT NULL, pr BIGINT, run_id BIGINT, attempt BIGINT, failures BIGINT NOT NULL, run_key TEXT NOT NULL,
+    at BIGINT NOT NULL);
+INSERT INTO history_failed (test_id, sha_id, kind, pr, run_id, attempt, failures, run_key, at) SELECT t.id,
+    h.id, f.kind, f.pr, f.run_id, f.attempt, f.failures, f.run_key, f.at FROM history_failures f
+    JOIN history_tests t ON t.repo_id = f.repo_id AND t.test = f.test JOIN history_shas h ON h.repo_id = f.repo_id
+    AND h.sha = f.sha ORDER BY f.id;
+DROP TABLE history_days;
+DROP TABLE history_sha;
+DROP TABLE history_failures;
+DROP TABLE history_streak;
+CREATE INDEX history_day_counts_day ON history_day_counts (day);
+CREATE INDEX history_sha_counts_last ON history_sha_counts (last_at);
+CREATE INDEX history_failed_test ON history_failed (test_id, at);
+CREATE INDEX history_failed_at ON history_failed (at);
+CREATE INDEX history_tests_last ON history_tests (last_at);
+CREATE INDEX history_shas_last ON history_shas (last_at);
+"
+        )
+    };
+}
+
+/// SQLite keeps the counts in their primary key's order (`WITHOUT ROWID`): one b-tree per table.
+const HISTORY_IDS_SQLITE: &str = history_ids!("INTEGER PRIMARY KEY AUTOINCREMENT", " WITHOUT ROWID");
+
+const HISTORY_IDS_POSTGRES: &str = history_ids!("BIGSERIAL PRIMARY KEY", "");
 
 /// A database migrated by a newer flakegate (a history file from a later version) is refused,
 /// not read with a schema this build does not know.

@@ -17,7 +17,8 @@ use std::time::Duration;
 type Db = Postgres;
 
 /// The history's statistics after compaction (`compact_history`; ANALYZE samples).
-const ANALYZE_HISTORY: &[&str] = &["ANALYZE history_days, history_sha, history_streak, history_failures"];
+const ANALYZE_HISTORY: &[&str] =
+    &["ANALYZE history_tests, history_shas, history_day_counts, history_sha_counts, history_failed"];
 
 /// Arbitrary key for the advisory lock that serialises migrations across instances.
 const MIGRATION_LOCK: i64 = 0x666c_616b_6567;

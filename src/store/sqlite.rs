@@ -18,10 +18,11 @@ type Db = Sqlite;
 /// milliseconds whatever the tables hold.
 const ANALYZE_HISTORY: &[&str] = &[
     "PRAGMA analysis_limit = 1000",
-    "ANALYZE history_days",
-    "ANALYZE history_sha",
-    "ANALYZE history_streak",
-    "ANALYZE history_failures",
+    "ANALYZE history_tests",
+    "ANALYZE history_shas",
+    "ANALYZE history_day_counts",
+    "ANALYZE history_sha_counts",
+    "ANALYZE history_failed",
 ];
 
 #[derive(Debug, Clone)]

@@ -278,7 +278,59 @@ async fn a_runs_own_copy_is_dropped_after_two_weeks(db: &Db) {
     assert_eq!(s.record_history(REPO, "old", &run, now()).await.unwrap(), None);
 }
 
+/// Compaction drops what nothing in the window refers to — a test's and a sha's name too — and
+/// a test seen again later starts afresh.
+async fn compaction_drops_names_nothing_refers_to(db: &Db) {
+    let s = db.open().await;
+    let (old, fresh) = (9, 10);
+    s.record_history(
+        old,
+        "old",
+        &[obs("gone", "sha-old", RunKind::Probe, 3, 1, 1, day(-100))],
+        now() - Span::days(100),
+    )
+    .await
+    .unwrap();
+    s.record_history(
+        fresh,
+        "new",
+        &[obs("kept", "sha-new", RunKind::Probe, 7, 0, 2, day(-1))],
+        now(),
+    )
+    .await
+    .unwrap();
+    let mut ids = s.history_repo_ids().await.unwrap();
+    ids.sort();
+    assert_eq!(ids, vec![old, fresh]);
+    s.compact_history(now(), 90).await.unwrap();
+    // Nothing of the old repository's test is left (its run's key went with the window too).
+    assert_eq!(s.history_repo_ids().await.unwrap(), vec![fresh]);
+    s.record_history(
+        old,
+        "again",
+        &[obs("gone", "sha-old", RunKind::Probe, 2, 0, 3, day(0))],
+        now(),
+    )
+    .await
+    .unwrap();
+    let h = s.history_for(old, &q(&[t("gone")], Some("sha-old"))).await.unwrap();
+    let g = &h.tests[&t("gone")];
+    assert_eq!(
+        (g.runs, g.failures, g.on_base, g.passes_since_failure),
+        (2, 0, (2, 0), 2)
+    );
+    assert_eq!(
+        s.history_for(fresh, &q(&[t("kept")], Some("sha-new")))
+            .await
+            .unwrap()
+            .tests[&t("kept")]
+            .runs,
+        7
+    );
+}
+
 contract!(
+    compaction_drops_names_nothing_refers_to,
     a_runs_own_copy_is_dropped_after_two_weeks,
     a_run_keeps_its_own_copy_of_the_tests_it_judged,
     a_run_judged_again_reads_the_history_without_itself,
