@@ -16,6 +16,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 pub mod edit;
+pub mod maintain;
 pub mod moved;
 
 /// One frozen test (or class, or parametrised base name).
