@@ -122,6 +122,9 @@ fn show(test: &str, file: &FileArgs) -> anyhow::Result<i32> {
         _ => "stable",
     };
     println!("{test}: {word}");
+    if let Some(p) = j.as_ref().and_then(|j| j.power.as_deref()) {
+        println!("  {p}");
+    }
     println!(
         "  failed {} of {} runs since {}",
         th.failures,

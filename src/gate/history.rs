@@ -99,6 +99,7 @@ impl<'a> Stabilities<'a> {
                 seen: None,
                 history_only: false,
                 recovers_after: None,
+                power: None,
             });
         };
         let (h, th) = h;
@@ -131,6 +132,10 @@ impl<'a> Stabilities<'a> {
         } else {
             (Stability::StablePassing, th.last_failure.clone())
         };
+        let power = (stability == Stability::StablePassing).then(|| {
+            let clean = th.passes_since_failure + if p_fail == 0 { p_runs } else { 0 };
+            crate::gate::probe::passing_statement(clean, failures > 0)
+        });
         Some(Judgement {
             stability,
             runs,
@@ -139,6 +144,7 @@ impl<'a> Stabilities<'a> {
             seen,
             history_only: probed.is_none(),
             recovers_after,
+            power,
         })
     }
 }

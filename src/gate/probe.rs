@@ -78,6 +78,26 @@ pub(crate) fn pct(r: f64) -> String {
     }
 }
 
+/// The smallest failure rate that `runs` passing runs in a row would have shown (one failure
+/// at least) with 90 % chance: 1 − 0.1^(1/runs). 40 runs: 5.6 %; 212 runs: 1.1 %.
+pub fn unseen_rate(runs: u64) -> Option<f64> {
+    (runs > 0).then(|| 1.0 - 0.1_f64.powf(1.0 / runs as f64))
+}
+
+/// "0 of 40 runs failed: not shown unstable at p ≥ 5.6 % (90 % chance)"; for a test that failed
+/// before them, "passed the last 40 runs in a row: …".
+pub fn passing_statement(runs: u64, failed_before: bool) -> String {
+    let head = if failed_before {
+        format!("passed the last {runs} runs in a row")
+    } else {
+        format!("0 of {runs} runs failed")
+    };
+    match unseen_rate(runs) {
+        Some(r) => format!("{head}: not shown unstable at p ≥ {} (90 % chance)", pct(r)),
+        None => head,
+    }
+}
+
 /// Chance that K runs of a test failing with rate p show both outcomes:
 /// 1 − p^K − (1 − p)^K.
 pub(crate) fn detection_chance(p: f64, k: u32) -> f64 {

@@ -189,6 +189,11 @@ pub struct Judgement {
     /// Unstable by the recovery rule alone: the passing runs in a row it still needs to clear.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recovers_after: Option<u64>,
+    /// Stable on the history: what its passing runs in a row since its last failure (all its
+    /// runs, when it never failed) rule out — "0 of 212 runs failed: not shown unstable at
+    /// p ≥ 1.1 % (90 % chance)".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub power: Option<String>,
 }
 
 /// What the report says of the history: per witness (and per failing head test) it knew, the
@@ -221,6 +226,9 @@ impl TestStanding {
         }
         if let Some(s) = &j.seen {
             out.push_str(&format!(" (last: {})", s.describe()));
+        }
+        if let Some(p) = &j.power {
+            out.push_str(&format!("; {p}"));
         }
         if j.history_only {
             out.push_str("; not in this probe: judged on history alone");

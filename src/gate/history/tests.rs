@@ -120,6 +120,11 @@ fn a_test_seen_unstable_stays_unstable_until_the_recovery_rule_clears_it() {
     let j = Stabilities::new(Some(&p), Some(&h)).judge(&t("a")).unwrap();
     assert_eq!(j.stability, Stability::StablePassing, "50 passes in a row do");
     assert_eq!(j.recovers_after, None);
+    // Its power rests on the runs since its last failure (the history's 50 and this probe's 7).
+    assert_eq!(
+        j.power.as_deref(),
+        Some("passed the last 57 runs in a row: not shown unstable at p ≥ 4 % (90 % chance)")
+    );
 }
 
 #[test]
@@ -192,6 +197,11 @@ fn a_test_the_probe_did_not_run_is_judged_on_history_alone_and_says_so() {
     assert_eq!(j.stability, Stability::StablePassing);
     assert!(j.history_only);
     assert_eq!(j.runs, 212);
+    // The power statement rests on every run.
+    assert_eq!(
+        j.power.as_deref(),
+        Some("0 of 212 runs failed: not shown unstable at p ≥ 1.1 % (90 % chance)")
+    );
 }
 
 #[test]

@@ -12,7 +12,7 @@
 use super::{FreezeEntry, Ledger};
 use crate::gate::history::{Judgement, Stabilities};
 use crate::gate::nodeid::TestId;
-use crate::gate::probe::{pct, Stability};
+use crate::gate::probe::{passing_statement, Stability};
 use chrono::NaiveDate;
 use serde::Serialize;
 
@@ -140,25 +140,6 @@ impl Plan {
 
 /// The owner a sentinel stands for while the canonical text is written: replaced by `null`.
 const NO_OWNER: &str = "\u{0}flakegate: no owner";
-
-/// The smallest failure rate that `runs` passing runs in a row would have shown (one failure
-/// at least) with 90 % chance: 1 − 0.1^(1/runs). 40 runs: 5.6 %.
-pub fn unseen_rate(runs: u64) -> Option<f64> {
-    (runs > 0).then(|| 1.0 - 0.1_f64.powf(1.0 / runs as f64))
-}
-
-/// "0 of 40 runs failed: not shown unstable at p ≥ 5.6 % (90 % chance)".
-pub fn passing_statement(runs: u64, failed_before: bool) -> String {
-    let head = if failed_before {
-        format!("passed the last {runs} runs in a row")
-    } else {
-        format!("0 of {runs} runs failed")
-    };
-    match unseen_rate(runs) {
-        Some(r) => format!("{head}: not shown unstable at p ≥ {} (90 % chance)", pct(r)),
-        None => head,
-    }
-}
 
 /// What the evidence shows of one test (or every test under an entry's prefix).
 struct Seen {

@@ -1,6 +1,7 @@
 use super::*;
 use crate::gate::history::{History, RunKind, Source, TestHistory};
 use crate::gate::ledger::parse_ledger;
+use crate::gate::probe::{pct, unseen_rate};
 
 fn day(s: &str) -> NaiveDate {
     NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap()
