@@ -1,4 +1,4 @@
-//! `flakegate ledger add | renew | prune | expiring | lint`: edit the committed
+//! `flakegate ledger add | renew | prune | expiring | lint` (and `maintain`, `ledger_maintain.rs`): edit the committed
 //! freeze ledger deterministically, so that its diffs stay small and every
 //! change carries evidence.
 //!
@@ -32,6 +32,10 @@ pub enum LedgerCmd {
     Expiring(ExpiringArgs),
     /// Validate a ledger; list entries expired or expiring soon. Exits 1 when invalid or any entry is expired.
     Lint(LintArgs),
+    /// Prune, renew and propose freezes from the flake history (and a probe): entries past or
+    /// near expiry, and unstable tests nobody froze. Writes the ledger and lists each change
+    /// with its evidence.
+    Maintain(Box<super::ledger_maintain::MaintainArgs>),
 }
 
 /// `flakegate ledger lint`.
@@ -56,6 +60,7 @@ pub fn run(cmd: LedgerCmd) -> anyhow::Result<i32> {
         LedgerCmd::Prune(args) => prune(args),
         LedgerCmd::Expiring(args) => expiring(args),
         LedgerCmd::Lint(args) => lint(&args),
+        LedgerCmd::Maintain(args) => super::ledger_maintain::maintain(*args),
     }
 }
 
@@ -164,16 +169,16 @@ pub struct ExpiringArgs {
 }
 
 /// A ledger file as read: its path, bytes (None: it does not exist yet) and entries.
-struct Opened {
-    path: PathBuf,
-    name: String,
+pub(super) struct Opened {
+    pub(super) path: PathBuf,
+    pub(super) name: String,
     original: Option<Vec<u8>>,
-    ledger: Ledger,
-    config: Config,
-    today: NaiveDate,
+    pub(super) ledger: Ledger,
+    pub(super) config: Config,
+    pub(super) today: NaiveDate,
 }
 
-fn open(opts: &LedgerOpts, may_be_missing: bool) -> anyhow::Result<Opened> {
+pub(super) fn open(opts: &LedgerOpts, may_be_missing: bool) -> anyhow::Result<Opened> {
     let config = local_config(opts.config.as_deref())?;
     let path = opts.ledger.clone().unwrap_or_else(|| PathBuf::from(&config.ledger));
     let name = path.display().to_string();
@@ -241,13 +246,13 @@ impl Opened {
 }
 
 /// A probe read for an edit, with the date it was taken when known.
-struct ReadProbe {
-    probe: Probe,
+pub(super) struct ReadProbe {
+    pub(super) probe: Probe,
     name: String,
     date: Option<NaiveDate>,
 }
 
-fn read_probe(path: &Path) -> anyhow::Result<ReadProbe> {
+pub(super) fn read_probe(path: &Path) -> anyhow::Result<ReadProbe> {
     let name = path.display().to_string();
     let mut date = None;
     if path.is_file() {

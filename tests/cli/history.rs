@@ -443,3 +443,143 @@ fn head_outcomes_are_not_taken_for_base_runs_when_a_changed_line_ran_at_import_t
         assert!(shown.contains("no run in the last 90 days"), "{case}: {shown}");
     }
 }
+
+/// `ledger maintain` on the history: an entry whose test passed enough runs in a row is pruned
+/// with its power statement, one still unstable is renewed with where it failed, an unstable
+/// test nobody froze is proposed with its CODEOWNERS owner — or with owner null, which the
+/// ledger's reader refuses until a person names one.
+#[test]
+fn ledger_maintain_prunes_renews_and_proposes_from_the_history() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("history.db");
+    let db = db.to_str().unwrap();
+    let ev = root().join(CASE).join("evidence");
+    let ev = ev.to_str().unwrap();
+    // Ten attempts of one run saw everything pass; then another probe saw test_total fail.
+    let passing = probe(tmp.path(), "p2.json", 0);
+    for attempt in 1..=10 {
+        let a = attempt.to_string();
+        let rec = flakegate(
+            &[
+                "history",
+                "record",
+                ev,
+                "--history",
+                db,
+                "--pr",
+                "2",
+                "--probe",
+                passing.to_str().unwrap(),
+            ],
+            Some(&a),
+        );
+        assert_eq!(rec.status.code(), Some(0), "{}", String::from_utf8_lossy(&rec.stderr));
+    }
+    let failing = probe(tmp.path(), "p1.json", 1);
+    let rec = flakegate(
+        &[
+            "history",
+            "record",
+            ev,
+            "--history",
+            db,
+            "--pr",
+            "1",
+            "--probe",
+            failing.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(rec.status.code(), Some(0), "{}", String::from_utf8_lossy(&rec.stderr));
+    let ledger = tmp.path().join("flake-ledger.json");
+    std::fs::write(
+        &ledger,
+        serde_json::json!({"frozen": [
+            {"test": WITNESS, "owner": "@carol", "frozen_at": "2026-11-01", "expires": "2026-11-18"},
+            {"test": "tests/test_pricing.py::test_apply_tax", "owner": "@dave", "frozen_at": "2026-11-01", "expires": "2026-11-22"},
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let codeowners = tmp.path().join("owners-file");
+    std::fs::write(&codeowners, "tests/test_cart.py @acme/cart\n").unwrap();
+    let maintain = |ledger: &Path, codeowners: Option<&Path>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_flakegate"));
+        cmd.args([
+            "ledger",
+            "maintain",
+            "--history",
+            db,
+            "--repository",
+            "octo/shop",
+            "--today",
+            "2026-11-20",
+        ])
+        .arg("--ledger")
+        .arg(ledger)
+        .current_dir(tmp.path());
+        if let Some(c) = codeowners {
+            cmd.arg("--codeowners").arg(c);
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let said = maintain(&ledger, Some(&codeowners));
+    assert!(
+        said.contains(&format!(
+            "renew {WITNESS} (owner @carol) from 2026-11-18 to 2026-12-04: failed 1 of"
+        )),
+        "{said}"
+    );
+    assert!(said.contains("(last: #1, "), "the renewal says where it failed: {said}");
+    assert!(
+        said.contains("prune tests/test_pricing.py::test_apply_tax (owner @dave): 0 of ")
+            && said.contains("runs failed: not shown unstable at p ≥"),
+        "{said}"
+    );
+    assert!(said.contains("changed 2 entries"), "{said}");
+    let text = std::fs::read_to_string(&ledger).unwrap();
+    let written: Value = serde_json::from_str(&text).unwrap();
+    let entries = written["frozen"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{text}");
+    assert_eq!(entries[0]["test"], WITNESS);
+    assert_eq!(entries[0]["expires"], "2026-12-04");
+    assert_eq!(
+        entries[0]["frozen_at"], "2026-11-01",
+        "a renewal keeps when the freeze began"
+    );
+    assert!(
+        entries[0]["observed"].as_str().unwrap().starts_with("failed 1 of"),
+        "{text}"
+    );
+
+    // An empty ledger: the unstable test nobody froze is proposed, owned by CODEOWNERS.
+    let empty = tmp.path().join("empty.json");
+    std::fs::write(&empty, "{\"frozen\": []}\n").unwrap();
+    let said = maintain(&empty, Some(&codeowners));
+    assert!(
+        said.contains(&format!("freeze {WITNESS} (owner @acme/cart, from CODEOWNERS)")),
+        "{said}"
+    );
+    let lint = Command::new(env!("CARGO_BIN_EXE_flakegate"))
+        .args(["ledger", "lint", "--today", "2026-11-20"])
+        .arg(&empty)
+        .output()
+        .unwrap();
+    assert_eq!(lint.status.code(), Some(0), "{}", String::from_utf8_lossy(&lint.stderr));
+
+    // No CODEOWNERS rule: owner null, said so, and the ledger fails lint until a person fills it.
+    let unowned = tmp.path().join("unowned.json");
+    std::fs::write(&unowned, "{\"frozen\": []}\n").unwrap();
+    let said = maintain(&unowned, None);
+    assert!(said.contains("owner is null"), "{said}");
+    assert!(std::fs::read_to_string(&unowned).unwrap().contains("\"owner\": null"));
+    let lint = Command::new(env!("CARGO_BIN_EXE_flakegate"))
+        .args(["ledger", "lint", "--today", "2026-11-20"])
+        .arg(&unowned)
+        .output()
+        .unwrap();
+    assert_eq!(lint.status.code(), Some(1), "{}", String::from_utf8_lossy(&lint.stdout));
+    assert!(String::from_utf8_lossy(&lint.stderr).contains("owner"));
+}

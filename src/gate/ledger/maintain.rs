@@ -141,6 +141,13 @@ impl Plan {
 /// The owner a sentinel stands for while the canonical text is written: replaced by `null`.
 const NO_OWNER: &str = "\u{0}flakegate: no owner";
 
+/// A test's owner by CODEOWNERS: the first owner of the rule that matches its file (a pytest
+/// node id's path). `None` when no rule names one — flakegate never invents an owner.
+pub fn codeowner_of(codeowners: &crate::gate::codeowners::CodeOwners, test: &TestId) -> Option<String> {
+    let (path, _) = test.as_str().split_once("::")?;
+    codeowners.owners_of(path.trim_start_matches("./")).first().cloned()
+}
+
 /// What the evidence shows of one test (or every test under an entry's prefix).
 struct Seen {
     judgements: Vec<(TestId, Judgement)>,
