@@ -26,6 +26,29 @@ pub struct Config {
     /// The flake history's window and recovery rule.
     #[serde(skip_serializing_if = "crate::gate::history::HistoryPolicy::is_default")]
     pub history: crate::gate::history::HistoryPolicy,
+    /// Whether the App keeps the ledger from the evidence (read at the default branch): asks
+    /// the evidence workflow for runs of freezes near or past expiry and of unstable tests
+    /// nobody froze, and proposes the ledger change in a pull request of its own. Default `on`.
+    #[serde(skip_serializing_if = "LedgerMaintenance::is_default")]
+    pub ledger_maintenance: LedgerMaintenance,
+}
+
+/// `ledger_maintenance`: the App's ledger upkeep on or off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LedgerMaintenance {
+    /// Probe runs dispatched, the ledger pull request kept (or, without the permissions, the
+    /// change offered in the expired-freezes issue).
+    #[default]
+    On,
+    /// Nothing of it: the expired-freezes issue only lists the entries.
+    Off,
+}
+
+impl LedgerMaintenance {
+    fn is_default(&self) -> bool {
+        *self == LedgerMaintenance::default()
+    }
 }
 
 impl Default for Config {
@@ -37,6 +60,7 @@ impl Default for Config {
             owners: BTreeMap::new(),
             mentions: Mentions::default(),
             history: crate::gate::history::HistoryPolicy::default(),
+            ledger_maintenance: LedgerMaintenance::default(),
         }
     }
 }

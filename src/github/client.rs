@@ -160,9 +160,17 @@ pub struct InstallationClient {
     metrics: Arc<Metrics>,
 }
 
+impl InstallationClient {
+    /// The installation this client acts for.
+    pub fn installation_id(&self) -> InstallationId {
+        self.installation
+    }
+}
+
 mod actions;
 mod checks;
 mod contents;
+mod git;
 mod issues;
 mod pulls;
 

@@ -1,6 +1,6 @@
 //! The expired-freezes issue: its body (the ledger entries past or near their expiry, their
 //! owners mentioned when they have a handle), the body it is closed with, its title and the
-//! marker the App finds it by.
+//! marker the App finds it by. The ledger upkeep's section (`ledger_upkeep`) is appended.
 
 use super::markdown;
 use super::words::{truncate, unmentioned};
@@ -36,6 +36,7 @@ pub fn expired_freezes_body(
     branch: &str,
     today: chrono::NaiveDate,
     mentions: crate::gate::config::Mentions,
+    upkeep: &str,
 ) -> String {
     let notify = mentions != crate::gate::config::Mentions::Never;
     let entries: Vec<ExpiringCtx> = notice
@@ -78,7 +79,7 @@ pub fn expired_freezes_body(
         })
         .expect("the bundled expired-freezes template renders");
     let body = if body.ends_with('\n') { body } else { body + "\n" };
-    truncate(&body, OUTPUT_MAX_BYTES)
+    truncate(&(body + upkeep), OUTPUT_MAX_BYTES)
 }
 
 /// The body the expired-freezes issue is closed with: no freeze has expired or is about to.

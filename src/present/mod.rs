@@ -12,6 +12,7 @@ pub mod comment;
 pub(crate) mod expired_freezes;
 #[cfg(test)]
 mod gfm;
+pub(crate) mod ledger_upkeep;
 pub(crate) mod links;
 pub(crate) mod markdown;
 pub(crate) mod record;

@@ -167,7 +167,7 @@ fn the_expired_freezes_issue_renders_as_meant() {
             continue;
         }
         for m in [Mentions::Blocking, Mentions::Never] {
-            let body = expired_freezes_body(&notice, ".github/flake-ledger.json", "main", today, m);
+            let body = expired_freezes_body(&notice, ".github/flake-ledger.json", "main", today, m, "");
             assert!(
                 gfm::problems(&body).is_empty(),
                 "{name}: {:?}\n{body}",
@@ -285,8 +285,105 @@ fn the_main_shapes_rendered() {
     let ledger = crate::gate::ledger::parse_ledger("l", &ledger_text, None).unwrap();
     let today = chrono::NaiveDate::from_ymd_opt(2026, 12, 31).unwrap();
     let notice = crate::gate::expiry::expiry_notice(&ledger, &config, today);
-    let issue = expired_freezes_body(&notice, ".github/flake-ledger.json", "main", today, Mentions::Blocking);
+    let issue = expired_freezes_body(
+        &notice,
+        ".github/flake-ledger.json",
+        "main",
+        today,
+        Mentions::Blocking,
+        "",
+    );
     snapshot_page("expired_freezes_issue", &issue);
+    ledger_upkeep_pages(&ledger_text, &config, today);
+}
+
+/// The ledger's upkeep as people read it: the App's pull request, and the expired-freezes
+/// issue of an installation that did not grant the permission to open it (the patch instead).
+fn ledger_upkeep_pages(ledger_text: &str, config: &Config, today: chrono::NaiveDate) {
+    use crate::gate::history::{History, Source, Stabilities, TestHistory};
+    use crate::gate::ledger::maintain::{plan, MaintainPolicy};
+    use crate::present::ledger_upkeep::{ledger_patch, ledger_pull_body, upkeep_section, UpkeepNote};
+    let ledger = crate::gate::ledger::parse_ledger("l", ledger_text, None).unwrap();
+    let source = Source {
+        sha: "9fceb02d0ae598e95dc970b74767f19372d61af8".into(),
+        kind: crate::gate::history::RunKind::Probe,
+        pr: Some(481),
+        run_id: Some(9912),
+        attempt: Some(1),
+        date: today - chrono::Days::new(3),
+    };
+    let mut h = History {
+        window_days: 90,
+        recovery_runs: 50,
+        ..History::default()
+    };
+    // The first entry still unstable, the second passing long enough, a test nobody froze unstable.
+    let tests: Vec<&str> = ledger.entries.iter().map(|e| e.test.as_str()).collect();
+    h.tests.insert(
+        crate::gate::TestId::new(tests[0]),
+        TestHistory {
+            runs: 212,
+            failures: 3,
+            since: Some(today - chrono::Days::new(60)),
+            unstable_on: Some(source.clone()),
+            last_failure: Some(source.clone()),
+            passes_since_failure: 4,
+            ..TestHistory::default()
+        },
+    );
+    if let Some(second) = tests.get(1) {
+        h.tests.insert(
+            crate::gate::TestId::new(*second),
+            TestHistory {
+                runs: 80,
+                failures: 0,
+                since: Some(today - chrono::Days::new(60)),
+                passes_since_failure: 80,
+                ..TestHistory::default()
+            },
+        );
+    }
+    let stray = crate::gate::TestId::new("tests/test_cart.py::TestCart::test_checkout_total");
+    h.tests.insert(
+        stray.clone(),
+        TestHistory {
+            runs: 40,
+            failures: 2,
+            since: Some(today - chrono::Days::new(20)),
+            unstable_on: Some(source.clone()),
+            last_failure: Some(source),
+            passes_since_failure: 1,
+            ..TestHistory::default()
+        },
+    );
+    let stab = Stabilities::new(None, Some(&h));
+    let owner_of = |_: &crate::gate::TestId| Some("@shop/cart".to_string());
+    let p = plan(&ledger, &stab, &[stray], &owner_of, &MaintainPolicy::default(), today);
+    assert!(p.ledger.is_some(), "{p:?}");
+    snapshot_page(
+        "ledger_pull_request",
+        &ledger_pull_body(&p, ".github/flake-ledger.json", "main", config),
+    );
+    let note = UpkeepNote {
+        pull: None,
+        patch: p
+            .ledger
+            .as_deref()
+            .map(|new| ledger_patch(ledger_text, new, ".github/flake-ledger.json")),
+        asked: p.wanted_runs().iter().map(|t| t.to_string()).collect(),
+        problems: vec![],
+    };
+    let notice = crate::gate::expiry::expiry_notice(&ledger, config, today);
+    let section = upkeep_section(&note, Some(&p), config);
+    let issue = expired_freezes_body(
+        &notice,
+        ".github/flake-ledger.json",
+        "main",
+        today,
+        Mentions::Blocking,
+        &section,
+    );
+    snapshot_page("expired_freezes_issue_with_patch", &issue);
 }
 
 /// Owners are @-mentioned only where they must act before merge, unless the config says

@@ -631,7 +631,8 @@ macro_rules! common_history_methods {
             // analysis runs (PostgreSQL's autovacuum) is otherwise read with plans made for
             // empty tables (docs/performance.md, "The flake history at scale").
             for q in ANALYZE_HISTORY {
-                sqlx::query::<Db>(q).execute(&self.pool).await.context("analysing history")?;
+                // Outside any transaction (VACUUM must be), as one simple statement.
+                sqlx::raw_sql(q).execute(&self.pool).await.context("analysing history")?;
             }
             self.history_size().await
         }

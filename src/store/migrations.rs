@@ -190,7 +190,7 @@ const HISTORY_POSTGRES: &str = concat!(
 /// refers to them), and a run recording one updates it first — holding the row against a
 /// concurrent compaction. Every count is carried over.
 macro_rules! history_ids {
-    ($id:literal, $clustered:literal) => {
+    ($id:literal, $day_key:literal, $sha_key:literal, $clustered:literal) => {
         concat!(
             "CREATE TABLE history_tests (id ", $id, ", repo_id BIGINT NOT NULL, test TEXT NOT NULL,
     streak BIGINT NOT NULL DEFAULT 0, last_at BIGINT NOT NULL, UNIQUE (repo_id, test));
@@ -205,11 +205,11 @@ UPDATE history_tests SET streak = COALESCE((SELECT s.passes FROM history_streak 
 INSERT INTO history_shas (repo_id, sha, last_at) SELECT repo_id, sha, MAX(at) FROM (SELECT repo_id, sha,
     last_at AS at FROM history_sha UNION ALL SELECT repo_id, sha, at FROM history_failures) x GROUP BY repo_id, sha;
 CREATE TABLE history_day_counts (test_id BIGINT NOT NULL, day BIGINT NOT NULL, passes BIGINT NOT NULL,
-    failures BIGINT NOT NULL, PRIMARY KEY (test_id, day))", $clustered, ";
+    failures BIGINT NOT NULL, PRIMARY KEY (test_id, day)", $day_key, ")", $clustered, ";
 INSERT INTO history_day_counts (test_id, day, passes, failures) SELECT t.id, d.day, d.passes, d.failures
     FROM history_days d JOIN history_tests t ON t.repo_id = d.repo_id AND t.test = d.test;
 CREATE TABLE history_sha_counts (test_id BIGINT NOT NULL, sha_id BIGINT NOT NULL, passes BIGINT NOT NULL,
-    failures BIGINT NOT NULL, last_at BIGINT NOT NULL, PRIMARY KEY (test_id, sha_id))", $clustered, ";
+    failures BIGINT NOT NULL, last_at BIGINT NOT NULL, PRIMARY KEY (test_id, sha_id)", $sha_key, ")", $clustered, ";
 INSERT INTO history_sha_counts (test_id, sha_id, passes, failures, last_at) SELECT t.id, h.id, s.passes,
     s.failures, s.last_at FROM history_sha s JOIN history_tests t ON t.repo_id = s.repo_id AND t.test = s.test
     JOIN history_shas h ON h.repo_id = s.repo_id AND h.sha = s.sha;
@@ -235,10 +235,18 @@ CREATE INDEX history_shas_last ON history_shas (last_at);
     };
 }
 
-/// SQLite keeps the counts in their primary key's order (`WITHOUT ROWID`): one b-tree per table.
-const HISTORY_IDS_SQLITE: &str = history_ids!("INTEGER PRIMARY KEY AUTOINCREMENT", " WITHOUT ROWID");
+/// SQLite keeps the counts in their primary key's order (`WITHOUT ROWID`): one b-tree per
+/// table, a test's rows side by side.
+const HISTORY_IDS_SQLITE: &str = history_ids!("INTEGER PRIMARY KEY AUTOINCREMENT", "", "", " WITHOUT ROWID");
 
-const HISTORY_IDS_POSTGRES: &str = history_ids!("BIGSERIAL PRIMARY KEY", "");
+/// PostgreSQL keeps rows in the order they came (by day, not by test): the primary keys carry
+/// the counts (`INCLUDE`), so a read is an index-only scan rather than a page per row.
+const HISTORY_IDS_POSTGRES: &str = history_ids!(
+    "BIGSERIAL PRIMARY KEY",
+    " INCLUDE (passes, failures)",
+    " INCLUDE (passes, failures, last_at)",
+    ""
+);
 
 /// A database migrated by a newer flakegate (a history file from a later version) is refused,
 /// not read with a schema this build does not know.

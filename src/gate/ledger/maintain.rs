@@ -116,6 +116,8 @@ pub struct Pending {
     pub why: String,
     /// Whether more runs of it would decide (a probe is worth asking for).
     pub wants_runs: bool,
+    /// How many more passing runs in a row would (0 when runs would not decide).
+    pub runs_wanted: u64,
 }
 
 /// What the evidence supports, and the ledger that results.
@@ -169,7 +171,12 @@ fn seen(stab: &Stabilities<'_>, prefix: &str, policy: &MaintainPolicy) -> Seen {
     let mut out = Seen {
         judgements: Vec::new(),
         clean: u64::MAX,
-        needed: u64::from(policy.prune_runs.max(1)),
+        needed: u64::from(
+            policy
+                .prune_runs
+                .max(stab.history.map_or(1, |h| h.recovery_runs))
+                .max(1),
+        ),
         failed_before: false,
     };
     for t in tests {
@@ -232,11 +239,12 @@ pub fn plan(
             .judgements
             .iter()
             .find(|(_, j)| j.stability == Stability::BrokenOnBase);
-        let wait = |why: String, wants_runs: bool| Pending {
+        let wait = |why: String, runs_wanted: u64| Pending {
             test: e.test.clone(),
             owner: Some(e.owner.clone()),
             why,
-            wants_runs,
+            wants_runs: runs_wanted > 0,
+            runs_wanted,
         };
         if let Some((_, j)) = unstable {
             let evidence = observed(j);
@@ -262,7 +270,7 @@ pub fn plan(
                              from frozen_at {}: fix the test or remove the entry",
                             e.frozen_at.map(|d| d.to_string()).unwrap_or_default()
                         ),
-                        false,
+                        0,
                     ));
                     entries.push(e.clone());
                 }
@@ -274,7 +282,7 @@ pub fn plan(
                     t,
                     observed(j)
                 ),
-                false,
+                0,
             ));
             entries.push(e.clone());
         } else if !s.judgements.is_empty() && s.clean >= s.needed {
@@ -293,7 +301,7 @@ pub fn plan(
             } else {
                 format!("{} passing runs in a row so far; {} would prune it", s.clean, s.needed)
             };
-            pending.push(wait(why, true));
+            pending.push(wait(why, s.needed.saturating_sub(s.clean).max(1)));
             entries.push(e.clone());
         }
     }

@@ -14,7 +14,61 @@ const MAX_LISTED_FILES: usize = 3000;
 /// GitHub's compare lists at most this many files, and says nothing when it cut the list.
 const MAX_COMPARE_FILES: usize = 300;
 
+/// A pull request the App opened, as far as its upkeep needs it.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct OpenedPull {
+    pub number: u64,
+    #[serde(default)]
+    pub html_url: Option<String>,
+}
+
 impl InstallationClient {
+    /// The open pull request from `branch` of this repository, if any.
+    pub async fn open_pull_from(&self, repo: &RepoName, branch: &str) -> Result<Option<OpenedPull>, GithubError> {
+        let head = format!("{}:{branch}", repo.owner);
+        let path = format!(
+            "{}/pulls?state=open&head={}",
+            repo.api_path(),
+            super::encode_path(&head).replace('/', "%2F")
+        );
+        let listed: Vec<OpenedPull> = self.json("list pull requests", "GET", &path, None).await?;
+        Ok(listed.into_iter().next())
+    }
+
+    pub async fn create_pull(
+        &self,
+        repo: &RepoName,
+        title: &str,
+        branch: &str,
+        base: &str,
+        body: &str,
+    ) -> Result<OpenedPull, GithubError> {
+        super::issues::validate_comment(body)?;
+        let path = format!("{}/pulls", repo.api_path());
+        let req = serde_json::json!({ "title": title, "head": branch, "base": base, "body": body });
+        self.json("create a pull request", "POST", &path, Some(&req)).await
+    }
+
+    /// Change a pull request's body and/or state (`closed`).
+    pub async fn update_pull(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        body: Option<&str>,
+        state: Option<&str>,
+    ) -> Result<OpenedPull, GithubError> {
+        let mut req = serde_json::json!({});
+        if let Some(b) = body {
+            super::issues::validate_comment(b)?;
+            req["body"] = serde_json::json!(b);
+        }
+        if let Some(s) = state {
+            req["state"] = serde_json::json!(s);
+        }
+        let path = format!("{}/pulls/{number}", repo.api_path());
+        self.json("update a pull request", "PATCH", &path, Some(&req)).await
+    }
+
     pub async fn pull_request(&self, repo: &RepoName, number: PullNumber) -> Result<PullRequest, GithubError> {
         self.json(
             "get pull request",

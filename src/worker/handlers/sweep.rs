@@ -12,11 +12,13 @@
 //! short note when nothing is left (`post` sends it). The store records the issue per
 //! repository, and a store lock per repository keeps one writer at a time across instances.
 
+use crate::gate::config::LedgerMaintenance;
 use crate::gate::expiry::expiry_notice;
 use crate::gate::ledger::{parse_ledger, Ledger};
 use crate::github::event::{Envelope, Installation, Repository};
 use crate::github::CommitSha;
 use crate::present::expired_freezes::{expired_freezes_body, expired_freezes_closed_body, EXPIRED_FREEZES_MARKER};
+use crate::present::ledger_upkeep::upkeep_section;
 use crate::store::{ExpiryIssue, NewDelivery, Recorded};
 use crate::worker::dispatch::Target;
 use crate::worker::failure::{content, internal, store_err, Failure};
@@ -190,7 +192,18 @@ impl Worker {
         };
         let today = self.now().date_naive();
         let notice = expiry_notice(&ledger, &config, today);
-        let key = sha256_hex(&notice.change_key());
+        let upkeep = match config.ledger_maintenance {
+            LedgerMaintenance::On => Some(
+                self.ledger_upkeep(t, branch, &config, &ledger, bytes.as_deref())
+                    .await?,
+            ),
+            LedgerMaintenance::Off => None,
+        };
+        let section = upkeep
+            .as_ref()
+            .map(|u| upkeep_section(&u.note, u.plan.as_ref(), &config))
+            .unwrap_or_default();
+        let key = sha256_hex(&format!("{}\n{section}", notice.change_key()));
         let recorded = self.store.expiry_issue(&repo).await.map_err(store_err)?;
         if notice.is_empty() {
             let number = match &recorded {
@@ -218,7 +231,7 @@ impl Worker {
                 return Ok(());
             }
         }
-        let body = expired_freezes_body(&notice, &config.ledger, branch, today, config.mentions);
+        let body = expired_freezes_body(&notice, &config.ledger, branch, today, config.mentions, &section);
         let number = self.publish_expiry_issue(t, recorded.as_ref(), &notice, &body).await?;
         self.remember_expiry_issue(&repo, Some(number), key).await
     }

@@ -95,7 +95,8 @@ pub fn operation(method: &str, concrete: &str) -> Option<(String, &'static Value
             continue;
         };
         let t: Vec<&str> = template.trim_start_matches('/').split('/').collect();
-        let multi = t.last().is_some_and(|l| *l == "{path}");
+        // A file path, and a git ref (`heads/flakegate/ledger`), span several segments.
+        let multi = t.last().is_some_and(|l| *l == "{path}" || *l == "{ref}");
         let ok = if multi {
             segs.len() >= t.len()
                 && t[..t.len() - 1]

@@ -1,0 +1,409 @@
+//! The ledger's upkeep (`ledger_maintenance: on`, the default), run with the expired-freezes
+//! issue under the repository's store lock: the plan the evidence supports
+//! (`gate::ledger::maintain`, on the flake history of the repository's id), probe runs asked of
+//! the evidence workflow (`workflow_dispatch`) for entries that need more runs — once per test
+//! per sweep interval, within a budget per installation — and the change proposed in one pull
+//! request from the App's own branch ([`LEDGER_BRANCH`]), updated in place, rebased on the
+//! ledger as the default branch has it, closed when nothing is left. A commit the App did not
+//! make on that branch stops it from touching the branch. Without the permissions
+//! (`actions: write`, `contents: write`, `pull_requests: write`) the change goes into the
+//! expired-freezes issue as a patch, and a refused dispatch as a sentence: nothing is retried
+//! in a loop.
+
+use crate::gate::codeowners::{CodeOwners, CODEOWNERS_PATHS};
+use crate::gate::config::Config;
+use crate::gate::history::Stabilities;
+use crate::gate::ledger::maintain::{codeowner_of, plan, MaintainPolicy, Plan};
+use crate::gate::ledger::Ledger;
+use crate::gate::TestId;
+use crate::github::{CommitSha, GithubError};
+use crate::present::ledger_upkeep::{
+    ledger_patch, ledger_pull_body, UpkeepNote, LEDGER_COMMIT_MESSAGE, LEDGER_PULL_TITLE,
+};
+use crate::store::HistoryQuery;
+use crate::worker::dispatch::Target;
+use crate::worker::failure::{content, store_err, Failure};
+use crate::worker::post::sha256_hex;
+use crate::worker::Worker;
+use serde::{Deserialize, Serialize};
+
+/// The App's branch for its ledger pull request.
+pub const LEDGER_BRANCH: &str = "flakegate/ledger";
+/// The publication subject under which the pull request's state is kept.
+const PROPOSAL: &str = "ledger-proposal";
+/// Probe dispatches per installation per sweep interval.
+const DISPATCH_BUDGET: usize = 10;
+/// Tests named in one dispatch.
+const DISPATCH_TESTS: usize = 50;
+/// Runs asked per dispatch: at least a probe's K, at most this.
+const DISPATCH_RUNS: (u64, u64) = (7, 50);
+/// The evidence workflow when the config names none.
+const DEFAULT_WORKFLOW: &str = "flakegate-evidence.yml";
+
+/// What the App last wrote for the pull request: its number, the branch's commit it made, and
+/// a digest of what it proposed (nothing is sent when that is unchanged).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Proposal {
+    pull: Option<u64>,
+    branch_sha: Option<String>,
+    digest: Option<String>,
+}
+
+/// What the upkeep did, for the expired-freezes issue.
+pub(in crate::worker) struct Upkeep {
+    pub plan: Option<Plan>,
+    pub note: UpkeepNote,
+}
+
+/// A 403, or a 404/422 on a write: the installation may not do this (or the workflow cannot).
+fn refused(e: &GithubError) -> bool {
+    matches!(e, GithubError::NotFound(_))
+        || matches!(
+            e,
+            GithubError::Fatal {
+                status: Some(403 | 422),
+                ..
+            }
+        )
+}
+
+impl Worker {
+    /// Plan the ledger's upkeep on `branch` and act on it. Never fails the issue's job for what
+    /// the installation may not do: that becomes a sentence in the note.
+    pub(in crate::worker) async fn ledger_upkeep(
+        &self,
+        t: &Target,
+        branch: &str,
+        config: &Config,
+        ledger: &Ledger,
+        ledger_text: Option<&[u8]>,
+    ) -> Result<Upkeep, Failure> {
+        let today = self.now().date_naive();
+        let (history, candidates) = self.upkeep_history(t, config, ledger).await?;
+        let codeowners = self.codeowners_at(t, branch).await?;
+        let owner_of = |test: &TestId| codeowners.as_ref().and_then(|c| codeowner_of(c, test));
+        let policy = MaintainPolicy {
+            warning_days: config.policy.expiry_warning_days,
+            freeze_days: config.policy.max_freeze_days.map_or(14, |m| m.min(14)),
+            max_freeze_days: config.policy.max_freeze_days,
+            ..MaintainPolicy::default()
+        };
+        let stab = Stabilities::new(None, history.as_ref());
+        let plan = plan(ledger, &stab, &candidates, &owner_of, &policy, today);
+        let mut note = UpkeepNote::default();
+        self.ask_for_runs(t, branch, config, &plan, &mut note).await?;
+        self.propose(t, branch, config, &plan, ledger_text, &mut note).await?;
+        Ok(Upkeep { plan: Some(plan), note })
+    }
+
+    async fn upkeep_history(
+        &self,
+        t: &Target,
+        config: &Config,
+        ledger: &Ledger,
+    ) -> Result<(Option<crate::gate::history::History>, Vec<TestId>), Failure> {
+        let Some(repo_id) = t.repo_id.and_then(|id| i64::try_from(id).ok()) else {
+            return Ok((None, Vec::new()));
+        };
+        let now = self.now();
+        let candidates = self
+            .store
+            .history_unstable_tests(repo_id, now, config.history.window_days)
+            .await
+            .map_err(store_err)?;
+        let mut tests: Vec<TestId> = ledger.entries.iter().map(|e| TestId::new(e.test.clone())).collect();
+        tests.extend(candidates.iter().cloned());
+        let q = HistoryQuery {
+            tests: &tests,
+            base_sha: None,
+            head_sha: None,
+            now,
+            policy: config.history,
+            exclude: None,
+        };
+        let h = self.store.history_for(repo_id, &q).await.map_err(store_err)?;
+        Ok((Some(h), candidates))
+    }
+
+    async fn codeowners_at(&self, t: &Target, branch: &str) -> Result<Option<CodeOwners>, Failure> {
+        let at = CommitSha::from(branch);
+        for path in CODEOWNERS_PATHS {
+            if let Some(bytes) = t.client.file_at(&t.repo, path, &at).await.map_err(content)? {
+                return Ok(Some(CodeOwners::parse(&String::from_utf8_lossy(&bytes))));
+            }
+        }
+        Ok(None)
+    }
+
+    /// One dispatch of the evidence workflow for the tests the plan wants runs of that were not
+    /// asked for within the sweep interval, within the installation's budget.
+    async fn ask_for_runs(
+        &self,
+        t: &Target,
+        branch: &str,
+        config: &Config,
+        plan: &Plan,
+        note: &mut UpkeepNote,
+    ) -> Result<(), Failure> {
+        let wanted: Vec<&crate::gate::ledger::maintain::Pending> =
+            plan.pending.iter().filter(|p| p.wants_runs).collect();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let now = self.now();
+        let interval = self
+            .config
+            .sweep_interval
+            .unwrap_or(crate::app_config::DEFAULT_SWEEP_INTERVAL);
+        let owner = &self.config.worker_id;
+        let repo = t.repo.to_string();
+        let mut tests = Vec::new();
+        let mut runs = DISPATCH_RUNS.0;
+        for p in wanted.iter().take(DISPATCH_TESTS) {
+            let lock = format!("ledger-probe/{repo}/{}", p.test);
+            if self
+                .store
+                .try_lock(&lock, owner, now, interval)
+                .await
+                .map_err(store_err)?
+            {
+                tests.push(p.test.clone());
+                runs = runs.max(p.runs_wanted.min(DISPATCH_RUNS.1));
+            }
+        }
+        if tests.is_empty() {
+            return Ok(());
+        }
+        let slot = now.timestamp().div_euclid(interval.as_secs().max(1) as i64);
+        let installation = t.client.installation_id().0;
+        let mut budget = false;
+        for i in 0..DISPATCH_BUDGET {
+            let name = format!("ledger-probe-budget/{installation}/{slot}/{i}");
+            if self
+                .store
+                .try_lock(&name, &format!("{owner}/{repo}"), now, interval)
+                .await
+                .map_err(store_err)?
+            {
+                budget = true;
+                break;
+            }
+        }
+        let release = |tests: Vec<String>| async move {
+            for test in tests {
+                let _ = self.store.unlock(&format!("ledger-probe/{repo}/{test}"), owner).await;
+            }
+        };
+        if !budget {
+            note.problems.push(format!(
+                "probe runs for {} test(s) wait for the next sweep: this installation's {DISPATCH_BUDGET} dispatches \
+                 of the interval are used",
+                tests.len()
+            ));
+            release(tests).await;
+            return Ok(());
+        }
+        let workflow = config
+            .evidence
+            .workflows
+            .first()
+            .map(|w| w.rsplit('/').next().unwrap_or(w).to_string())
+            .unwrap_or_else(|| DEFAULT_WORKFLOW.to_string());
+        let inputs = serde_json::json!({ "tests": tests.join("\n"), "k": runs.to_string() });
+        match t.client.dispatch_workflow(&t.repo, &workflow, branch, &inputs).await {
+            Ok(()) => {
+                tracing::info!(tests = tests.len(), runs, %workflow, "ledger upkeep: probe runs asked for");
+                note.asked = tests;
+            }
+            Err(e) if refused(&e) => {
+                tracing::warn!("ledger upkeep: the dispatch was refused: {e}");
+                note.problems.push(format!(
+                    "flakegate could not ask the evidence workflow {workflow} for probe runs on {branch} ({e}). Add \
+                     the workflow_dispatch trigger with the inputs tests and k to it (the template \
+                     templates/workflows/flakegate-evidence.yml has them) and grant the App Actions: write; until \
+                     then the entries above wait for runs from pull requests."
+                ));
+            }
+            Err(e) => {
+                // Asked again at the next sweep: the locks go, the issue is still written.
+                tracing::warn!("ledger upkeep: the dispatch failed: {e}");
+                note.problems.push(format!(
+                    "probe runs could not be asked for this time ({e}); flakegate asks again at the next sweep"
+                ));
+                release(tests).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Keep the one ledger pull request in step with `plan`.
+    async fn propose(
+        &self,
+        t: &Target,
+        branch: &str,
+        config: &Config,
+        plan: &Plan,
+        ledger_text: Option<&[u8]>,
+        note: &mut UpkeepNote,
+    ) -> Result<(), Failure> {
+        let repo = t.repo.to_string();
+        let mut state: Proposal = self
+            .store
+            .publication(&repo, PROPOSAL)
+            .await
+            .map_err(store_err)?
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default();
+        let on_branch = t.client.branch_head(&t.repo, LEDGER_BRANCH).await;
+        let on_branch = match on_branch {
+            Ok(h) => h,
+            Err(e) if refused(&e) => None,
+            Err(e) => return Err(e.into()),
+        };
+        let ours = match (&on_branch, &state.branch_sha) {
+            (None, _) => true,
+            (Some(h), Some(mine)) => h.as_str() == mine,
+            (Some(_), None) => false,
+        };
+        let Some(proposed) = &plan.ledger else {
+            // Nothing left to change: the pull request goes, and the branch if it is still ours.
+            if let Some(n) = state.pull {
+                match t.client.update_pull(&t.repo, n, None, Some("closed")).await {
+                    Ok(_) | Err(GithubError::NotFound(_)) => {}
+                    Err(e) if refused(&e) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                if ours && on_branch.is_some() {
+                    let _ = t.client.delete_branch(&t.repo, LEDGER_BRANCH).await;
+                }
+                tracing::info!(pull = n, "ledger upkeep: nothing left to change; pull request closed");
+            }
+            if state.pull.is_some() || state.branch_sha.is_some() {
+                self.remember_proposal(&repo, &Proposal::default()).await?;
+            }
+            return Ok(());
+        };
+        if !ours {
+            note.pull = state.pull;
+            note.problems.push(format!(
+                "the branch {LEDGER_BRANCH} has commits flakegate did not make: it is left as it is. Merge or close its \
+                 pull request, or delete the branch, and flakegate proposes again."
+            ));
+            return Ok(());
+        }
+        let old = ledger_text
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .unwrap_or_default();
+        let body = ledger_pull_body(plan, &config.ledger, branch, config);
+        let base = match t.client.branch_head(&t.repo, branch).await {
+            Ok(Some(h)) => h,
+            Ok(None) => {
+                return Err(Failure::Retryable(anyhow::anyhow!(
+                    "the default branch {branch} has no head"
+                )))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let digest = sha256_hex(&format!("{base}\n{proposed}\n{body}"));
+        if state.digest.as_deref() == Some(digest.as_str()) && state.pull.is_some() {
+            note.pull = state.pull;
+            return Ok(());
+        }
+        let written = self
+            .write_proposal(
+                t,
+                branch,
+                config,
+                &base,
+                on_branch.is_some(),
+                proposed,
+                &body,
+                state.pull,
+            )
+            .await;
+        match written {
+            Ok((pull, sha)) => {
+                state = Proposal {
+                    pull: Some(pull),
+                    branch_sha: Some(sha.to_string()),
+                    digest: Some(digest),
+                };
+                self.remember_proposal(&repo, &state).await?;
+                note.pull = Some(pull);
+                tracing::info!(
+                    pull,
+                    changes = plan.changes.len(),
+                    "ledger upkeep: pull request up to date"
+                );
+            }
+            Err(e) if refused(&e) => {
+                tracing::warn!("ledger upkeep: the pull request could not be written: {e}");
+                note.patch = Some(ledger_patch(&old, proposed, &config.ledger));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        Ok(())
+    }
+
+    /// The branch reset onto `base`, the ledger committed on it, the pull request opened or
+    /// its body replaced. Returns the pull request and the branch's new commit.
+    #[allow(clippy::too_many_arguments)]
+    async fn write_proposal(
+        &self,
+        t: &Target,
+        branch: &str,
+        config: &Config,
+        base: &CommitSha,
+        exists: bool,
+        proposed: &str,
+        body: &str,
+        known: Option<u64>,
+    ) -> Result<(u64, CommitSha), GithubError> {
+        if exists {
+            t.client.move_branch(&t.repo, LEDGER_BRANCH, base).await?;
+        } else {
+            t.client.create_branch(&t.repo, LEDGER_BRANCH, base).await?;
+        }
+        let blob = t.client.file_sha(&t.repo, &config.ledger, LEDGER_BRANCH).await?;
+        let sha = t
+            .client
+            .put_file(
+                &t.repo,
+                LEDGER_BRANCH,
+                &config.ledger,
+                LEDGER_COMMIT_MESSAGE,
+                proposed.as_bytes(),
+                blob.as_deref(),
+            )
+            .await?;
+        let open = match known {
+            Some(n) => match t.client.update_pull(&t.repo, n, Some(body), Some("open")).await {
+                Ok(p) => Some(p.number),
+                Err(GithubError::NotFound(_)) => None,
+                Err(e) => return Err(e),
+            },
+            None => None,
+        };
+        let pull = match open {
+            Some(n) => n,
+            None => match t.client.open_pull_from(&t.repo, LEDGER_BRANCH).await? {
+                Some(p) => t.client.update_pull(&t.repo, p.number, Some(body), None).await?.number,
+                None => {
+                    t.client
+                        .create_pull(&t.repo, LEDGER_PULL_TITLE, LEDGER_BRANCH, branch, body)
+                        .await?
+                        .number
+                }
+            },
+        };
+        Ok((pull, sha))
+    }
+
+    async fn remember_proposal(&self, repo: &str, p: &Proposal) -> Result<(), Failure> {
+        let json = serde_json::to_string(p).map_err(|e| store_err(e.into()))?;
+        self.store
+            .set_publication(repo, PROPOSAL, &json)
+            .await
+            .map_err(store_err)
+    }
+}
