@@ -206,6 +206,8 @@ impl InstallationClient {
             "GET" => self.crab._get_with_headers(path, Some(headers)).await,
             "POST" => self.crab._post(path, body).await,
             "PATCH" => self.crab._patch(path, body).await,
+            "PUT" => self.crab._put(path, body).await,
+            "DELETE" => self.crab._delete(path, body).await,
             m => unreachable!("method {m}"),
         };
         tracing::debug!(what, method, path, status = ?r.as_ref().map(|r| r.status()).ok(), "github request");

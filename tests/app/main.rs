@@ -17,6 +17,7 @@ mod history_store;
 mod hostile;
 mod hostile_output;
 mod leases;
+mod ledger_upkeep;
 mod logs;
 mod merge_queue;
 mod metrics;

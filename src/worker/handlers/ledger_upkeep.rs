@@ -155,8 +155,12 @@ impl Worker {
             .config
             .sweep_interval
             .unwrap_or(crate::app_config::DEFAULT_SWEEP_INTERVAL);
-        let owner = &self.config.worker_id;
         let repo = t.repo.to_string();
+        // A holder of its own: a lock already held by this worker must not count as free.
+        let mut nonce = [0u8; 8];
+        getrandom::getrandom(&mut nonce).map_err(|e| crate::worker::failure::internal(anyhow::anyhow!("{e}")))?;
+        let holder = format!("{}/{repo}/{}", self.config.worker_id, hex::encode(nonce));
+        let owner = &holder;
         let mut tests = Vec::new();
         let mut runs = DISPATCH_RUNS.0;
         for p in wanted.iter().take(DISPATCH_TESTS) {

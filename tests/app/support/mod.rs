@@ -1,5 +1,6 @@
 pub mod app_harness;
 pub mod fake_github;
+pub mod fake_issues;
 pub mod fake_manifest;
 pub mod fake_repo;
 pub mod postgres;
