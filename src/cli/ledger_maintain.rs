@@ -3,7 +3,7 @@
 //! (`gate::ledger::maintain`), written to the ledger file and listed.
 
 use super::history_file::{open as open_history, LOCAL_REPO_ID};
-use super::ledger::{open, read_probe, LedgerOpts};
+use super::ledger_file::{open, read_probe, LedgerOpts};
 use super::{freeze_days, unusable, write_atomic};
 use crate::gate::codeowners::{CodeOwners, CODEOWNERS_PATHS};
 use crate::gate::history::Stabilities;

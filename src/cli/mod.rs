@@ -9,6 +9,7 @@ mod check;
 mod history;
 mod history_file;
 mod ledger;
+mod ledger_file;
 mod ledger_maintain;
 mod probe;
 mod serve;

@@ -427,13 +427,19 @@ fn permissions(manifest: &serde_json::Value) -> Vec<Described> {
                 "checks" => ("Checks", "to post the flakegate check run with its verdict"),
                 "pull_requests" => (
                     "Pull requests",
-                    "to read the patch and keep one comment on it up to date",
+                    "to read the patch and keep one comment on it up to date; and to keep one pull request of its \
+                     own proposing ledger changes",
                 ),
                 "contents" => (
                     "Contents",
-                    "to read the ledger, the config and CODEOWNERS at the base commit",
+                    "to read the ledger, the config and CODEOWNERS at the base commit; and to commit the proposed \
+                     ledger on its own branch, flakegate/ledger (never another)",
                 ),
-                "actions" => ("Actions", "to download the evidence artifact of a workflow run"),
+                "actions" => (
+                    "Actions",
+                    "to download the evidence artifact of a workflow run; and to ask the evidence workflow for \
+                     probe runs of freezes near expiry",
+                ),
                 "metadata" => ("Metadata", "GitHub gives every App this"),
                 "merge_queues" => ("Merge queues", "to judge the groups of a merge queue"),
                 "issues" => ("Issues", "to keep one issue listing expired freezes"),

@@ -109,6 +109,9 @@ pub struct WorkflowRun {
     /// partial artifact.
     #[serde(default)]
     pub conclusion: Option<String>,
+    /// The branch the run ran on (a dispatched run's ref; the pull request's branch otherwise).
+    #[serde(default)]
+    pub head_branch: Option<String>,
 }
 
 /// `merge_group` checks_requested or destroyed: a merge queue's group, whose head commit

@@ -193,6 +193,18 @@ pub fn upkeep_section(note: &UpkeepNote, plan: Option<&Plan>, config: &Config) -
     out
 }
 
+/// The expired-freezes issue's body when no freeze expires but the upkeep has something only
+/// the issue can carry (`section`).
+pub fn upkeep_only_body(ledger: &str, branch: &str, today: chrono::NaiveDate, section: &str) -> String {
+    let body = format!(
+        "{}\nAs of {today}, no entry of {} on {} has expired or expires soon.\n{section}",
+        super::expired_freezes::EXPIRED_FREEZES_MARKER,
+        inert::code(ledger),
+        inert::code(branch)
+    );
+    super::words::truncate(&body, OUTPUT_MAX_BYTES)
+}
+
 fn longest_backticks(s: &str) -> usize {
     s.split(|c| c != '`').map(str::len).max().unwrap_or(0)
 }

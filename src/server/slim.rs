@@ -53,6 +53,7 @@ const KEPT: Keep = Only(&[
             ("conclusion", All),
             ("path", All),
             ("event", All),
+            ("head_branch", All),
             (
                 "pull_requests",
                 Only(&[

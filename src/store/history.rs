@@ -53,6 +53,9 @@ pub(super) fn subtract(
     }
 }
 
+/// Where a test failed: on the head sha, last, and last on a sha where it also passed.
+pub(super) type FailureSources = (Option<Source>, Option<Source>, Option<Source>);
+
 /// One failure row as read back.
 pub(super) type FailureRow = (String, String, Option<i64>, Option<i64>, Option<i64>, i64);
 
@@ -425,7 +428,7 @@ macro_rules! common_history_methods {
             repo_id: i64,
             q: &super::history::HistoryQuery<'_>,
         ) -> anyhow::Result<crate::gate::history::History> {
-            use super::history::{day_of, source_of, sql, subtract, window_start, FailureRow, DAY_MS};
+            use super::history::{day_of, sql, subtract, window_start, DAY_MS};
             use crate::gate::history::{History, TestHistory};
             let (tests, base_sha, head_sha) = (q.tests, q.base_sha, q.head_sha);
             let (window_days, recovery_runs) = (q.policy.window_days, q.policy.recovery_runs);
@@ -521,38 +524,11 @@ macro_rules! common_history_methods {
                 };
                 let sha_counts = |sha: Option<i64>| sha.and_then(|s| on_sha.get(&(id, s)).copied());
                 let on_base: Option<(i64, i64)> = sha_counts(base_id);
-                let (on_head, mut head_failure) = (sha_counts(head_id), None);
-                if let Some(sha) = head_id {
-                    if failures > 0 {
-                        let row: Option<FailureRow> = sqlx::query_as::<Db, _>(sql::FAILURE_ON_SHA)
-                            .bind(id)
-                            .bind(sha)
-                            .bind(from)
-                            .bind(exclude)
-                            .fetch_optional(&mut *conn)
-                            .await
-                            .context("reading history (head failures)")?;
-                        head_failure = row.and_then(source_of);
-                    }
-                }
-                let (last_failure, unstable_on) = if failures > 0 {
-                    let last: Option<FailureRow> = sqlx::query_as::<Db, _>(sql::LAST_FAILURE)
-                        .bind(id)
-                        .bind(from)
-                        .bind(exclude)
-                        .fetch_optional(&mut *conn)
-                        .await
-                        .context("reading history (failures)")?;
-                    let unstable: Option<FailureRow> = sqlx::query_as::<Db, _>(sql::UNSTABLE_ON)
-                        .bind(id)
-                        .bind(from)
-                        .bind(exclude)
-                        .fetch_optional(&mut *conn)
-                        .await
-                        .context("reading history (instability)")?;
-                    (last.and_then(source_of), unstable.and_then(source_of))
+                let on_head = sha_counts(head_id);
+                let (head_failure, last_failure, unstable_on) = if failures > 0 {
+                    Self::failure_sources(&mut conn, id, head_id, from, exclude).await?
                 } else {
-                    (None, None)
+                    (None, None, None)
                 };
                 let n = |v: i64| u64::try_from(v).unwrap_or(0);
                 let mut th = TestHistory {
@@ -572,6 +548,48 @@ macro_rules! common_history_methods {
                 }
             }
             Ok(out)
+        }
+
+        /// Where a test that failed in the window failed: on the head sha (when known), last,
+        /// and last on a sha where it also passed — each leaving out the run `exclude`.
+        async fn failure_sources(
+            conn: &mut sqlx::pool::PoolConnection<Db>,
+            id: i64,
+            head_id: Option<i64>,
+            from: i64,
+            exclude: &str,
+        ) -> anyhow::Result<super::history::FailureSources> {
+            use super::history::{source_of, sql, FailureRow};
+            let head: Option<FailureRow> = match head_id {
+                Some(sha) => sqlx::query_as::<Db, _>(sql::FAILURE_ON_SHA)
+                    .bind(id)
+                    .bind(sha)
+                    .bind(from)
+                    .bind(exclude)
+                    .fetch_optional(&mut **conn)
+                    .await
+                    .context("reading history (head failures)")?,
+                None => None,
+            };
+            let last: Option<FailureRow> = sqlx::query_as::<Db, _>(sql::LAST_FAILURE)
+                .bind(id)
+                .bind(from)
+                .bind(exclude)
+                .fetch_optional(&mut **conn)
+                .await
+                .context("reading history (failures)")?;
+            let unstable: Option<FailureRow> = sqlx::query_as::<Db, _>(sql::UNSTABLE_ON)
+                .bind(id)
+                .bind(from)
+                .bind(exclude)
+                .fetch_optional(&mut **conn)
+                .await
+                .context("reading history (instability)")?;
+            Ok((
+                head.and_then(source_of),
+                last.and_then(source_of),
+                unstable.and_then(source_of),
+            ))
         }
 
         /// The run key of the latest recorded attempt of workflow run `run_id`.

@@ -144,7 +144,10 @@ impl Worker {
                 None => Err(internal(anyhow!("the sweep job names no default branch"))),
             },
             Work::Event(Event::PullRequest(e) | Event::PullRequestRetargeted(e)) => self.pull_request(&t, &e).await,
-            Work::Event(Event::WorkflowRunCompleted(e)) => self.workflow_run(&t, &e.workflow_run).await,
+            Work::Event(Event::WorkflowRunCompleted(e)) => {
+                let branch = e.envelope.repository.default_branch.as_deref();
+                self.workflow_run(&t, &e.workflow_run, branch).await
+            }
             Work::EvidenceTimeout(deadline) => self.evidence_timeout(&t, &deadline).await,
             Work::Event(Event::CheckRunRerequested(e)) => self.reevaluate(&t, &e.check_run.head_sha).await,
             Work::Event(Event::CheckSuiteRerequested(e)) => self.reevaluate(&t, &e.check_suite.head_sha).await,

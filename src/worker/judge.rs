@@ -100,7 +100,13 @@ pub(super) fn settle<T>(r: Result<T, Failure>) -> Result<Result<T, Fatal>, Failu
 }
 
 /// A directory removed when dropped.
-struct Scratch(PathBuf);
+pub(super) struct Scratch(PathBuf);
+
+impl Scratch {
+    pub(super) fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
 
 impl Drop for Scratch {
     fn drop(&mut self) {
@@ -422,6 +428,11 @@ impl Worker {
             record,
             exclude,
         })
+    }
+
+    /// A scratch directory of the job's own, removed with the value.
+    pub(super) fn scratch_dir(&self) -> Result<Scratch, Failure> {
+        self.scratch()
     }
 
     fn scratch(&self) -> Result<Scratch, Failure> {

@@ -19,8 +19,8 @@ fn manifest_permissions_and_events() {
     for (k, v) in [
         ("checks", "write"),
         ("pull_requests", "write"),
-        ("contents", "read"),
-        ("actions", "read"),
+        ("contents", "write"),
+        ("actions", "write"),
         ("metadata", "read"),
         ("merge_queues", "read"),
         ("issues", "write"),
@@ -211,4 +211,51 @@ fn fixture_project_carries_the_shipped_workflow() {
         shipped, fixture,
         "copy the template to tests/fixtures/project/.github/workflows/ and rerun tests/fixtures/regen.sh"
     );
+}
+
+/// The template answers the ledger upkeep's dispatch: inputs `tests` and `k`, only the
+/// upkeep-probe job runs then (and none of it otherwise), the inputs reach the shell through
+/// the environment only, and its artifact is the evidence artifact the App reads.
+#[test]
+fn the_template_answers_the_ledger_upkeeps_dispatch() {
+    let w = read_yaml("templates/workflows/flakegate-evidence.yml");
+    let inputs = &w["on"]["workflow_dispatch"]["inputs"];
+    assert_eq!(inputs["tests"]["required"].as_bool(), Some(true));
+    assert!(inputs["k"].is_mapping(), "{inputs:?}");
+    let jobs = &w["jobs"];
+    assert_eq!(
+        jobs["head"]["if"].as_str(),
+        Some("github.event_name != 'workflow_dispatch'")
+    );
+    let upkeep = &jobs["upkeep-probe"];
+    assert_eq!(upkeep["if"].as_str(), Some("github.event_name == 'workflow_dispatch'"));
+    let steps = upkeep["steps"].as_sequence().unwrap();
+    for step in steps {
+        if let Some(run) = step["run"].as_str() {
+            assert!(!run.contains("${{"), "an expression inside a run script: {run}");
+        }
+    }
+    let runs = steps
+        .iter()
+        .find(|s| s["env"]["TESTS"].is_string())
+        .expect("the step that runs the tests");
+    assert_eq!(runs["env"]["TESTS"].as_str(), Some("${{ inputs.tests }}"));
+    let script = runs["run"].as_str().unwrap();
+    assert!(
+        script.contains("-- \"${tests[@]}\""),
+        "ids after `--`, never options: {script}"
+    );
+    assert!(
+        script.contains("\"base_sha\": \"%s\", \"head_sha\": \"%s\""),
+        "{script}"
+    );
+    let upload = steps
+        .iter()
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("actions/upload-artifact"))
+        })
+        .unwrap();
+    assert_eq!(upload["with"]["name"].as_str(), Some("flakegate-evidence"));
 }

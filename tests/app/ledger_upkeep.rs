@@ -573,3 +573,129 @@ async fn two_instances_keep_one_pull_request() {
     assert_eq!(upkeep.pulls().len(), 1);
     app.fake.verify().await;
 }
+
+/// `workflow_run` completed for a run the upkeep dispatched (`event: workflow_dispatch`) on
+/// `branch`, carrying the real probe fixture's five runs as ran on `head`.
+fn dispatched_run(repo: &FakeRepo, run_id: u64, head: &str, branch: &str) -> Value {
+    let dir = crate::support::app_harness::fixtures().join("probe/reportlog");
+    let mut entries: Vec<(String, Vec<u8>)> = (1..=5)
+        .map(|n| {
+            let name = format!("run-{n}.jsonl");
+            (
+                format!("evidence/probe/{name}"),
+                std::fs::read(dir.join(&name)).unwrap(),
+            )
+        })
+        .collect();
+    let meta = json!({ "base_sha": head, "head_sha": head, "k": 5, "test_command": "python -m pytest" });
+    entries.push(("evidence/meta.json".into(), meta.to_string().into_bytes()));
+    let refs: Vec<(&str, &[u8])> = entries.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
+    repo.add_workflow_run(
+        run_id,
+        "flakegate-evidence",
+        crate::support::fake_repo::ArtifactState::Zip(FakeRepo::zip_entries(&refs)),
+    );
+    let mut p =
+        crate::support::app_harness::workflow_run_completed(run_id, head, crate::support::app_harness::WORKFLOW, &[]);
+    p["workflow_run"]["event"] = json!("workflow_dispatch");
+    p["workflow_run"]["head_branch"] = json!(branch);
+    p["repository"]["default_branch"] = json!("main");
+    p
+}
+
+async fn runs_of(app: &App, test: &str) -> u64 {
+    let tests = [TestId::new(test)];
+    let q = flakegate::store::HistoryQuery {
+        tests: &tests,
+        base_sha: None,
+        head_sha: None,
+        now: (app.clock())(),
+        policy: flakegate::gate::HistoryPolicy::default(),
+        exclude: None,
+    };
+    let h = app.store.history_for(REPO_ID as i64, &q).await.unwrap();
+    h.tests.get(&tests[0]).map_or(0, |t| t.runs)
+}
+
+#[tokio::test]
+async fn a_dispatched_run_on_the_default_branch_joins_the_history_and_the_upkeep_runs_again() {
+    let (app, repo, upkeep) = setup("{}\n").await;
+    let issues = crate::support::fake_issues::FakeIssues::mount(&app.fake, OWNER, NAME).await;
+    upkeep.set_main(&ledger(&[entry(FIXED, "@alice", "2026-11-18")]));
+    deliver_push(&app, 1).await;
+    assert_eq!(upkeep.dispatches().len(), 1);
+    let head = upkeep.main_head();
+
+    // A run someone dispatched on another branch is not history.
+    app.deliver("workflow_run", &dispatched_run(&repo, 501, &head, "feature"))
+        .await;
+    app.worker.run_until_idle().await.unwrap();
+    assert_eq!(runs_of(&app, FIXED).await, 0);
+
+    // The App's run on the default branch: five probe runs of every test, from run 502.
+    app.deliver("workflow_run", &dispatched_run(&repo, 502, &head, "main"))
+        .await;
+    app.worker.run_until_idle().await.unwrap();
+    assert_eq!(runs_of(&app, FIXED).await, 5);
+    // The issue was brought up to date with them at once.
+    let body = issues.ours()[0].body.clone();
+    assert!(
+        body.contains("5 passing runs in a row so far; 50 would prune it"),
+        "{body}"
+    );
+    // The same run delivered again adds nothing.
+    app.deliver("workflow_run", &dispatched_run(&repo, 502, &head, "main"))
+        .await;
+    app.worker.run_until_idle().await.unwrap();
+    assert_eq!(runs_of(&app, FIXED).await, 5);
+    let jobs = app.store.jobs().await.unwrap();
+    assert!(jobs.iter().all(|j| j.state == JobState::Done), "{jobs:?}");
+    app.fake.verify().await;
+}
+
+#[tokio::test]
+async fn runs_that_never_come_are_given_up_after_the_evidence_timeout() {
+    let (app, _repo, upkeep) = setup("evidence:\n  timeout_minutes: 60\n").await;
+    let issues = crate::support::fake_issues::FakeIssues::mount(&app.fake, OWNER, NAME).await;
+    upkeep.set_main(&ledger(&[entry(FIXED, "@alice", "2026-11-18")]));
+    deliver_push(&app, 1).await;
+    assert_eq!(upkeep.dispatches().len(), 1);
+    // Half an hour later the runs are still awaited.
+    app.advance(std::time::Duration::from_secs(1800));
+    deliver_push(&app, 2).await;
+    let body = issues.ours()[0].body.clone();
+    assert!(body.contains("Probe runs asked"), "{body}");
+    assert!(!body.contains("given up"), "{body}");
+    // Two hours later: given up, said so, not asked again before the next interval.
+    app.advance(std::time::Duration::from_secs(7200));
+    deliver_push(&app, 3).await;
+    let body = issues.ours()[0].body.clone();
+    assert!(
+        body.contains("did not come within evidence.timeout\\_minutes (60 minutes): given up")
+            || body.contains("did not come within evidence.timeout_minutes (60 minutes): given up"),
+        "{body}"
+    );
+    assert_eq!(upkeep.dispatches().len(), 1);
+    app.fake.verify().await;
+}
+
+#[tokio::test]
+async fn without_write_access_a_proposed_freeze_opens_the_issue_even_when_nothing_expires() {
+    let (app, _repo, upkeep) = setup("{}\n").await;
+    let issues = crate::support::fake_issues::FakeIssues::mount(&app.fake, OWNER, NAME).await;
+    upkeep.state.lock().unwrap().read_only = true;
+    upkeep.set_main(&ledger(&[entry(FIXED, "@alice", "2027-02-01")]));
+    let head = upkeep.main_head();
+    record(&app, "run:77:2", STRAY, &head, 10, 2).await;
+    deliver_push(&app, 1).await;
+    let ours = issues.ours();
+    assert_eq!(ours.len(), 1);
+    let body = &ours[0].body;
+    assert!(
+        body.contains("no entry of `.github/flake-ledger.json` on `main` has expired"),
+        "{body}"
+    );
+    assert!(body.contains(&format!("**freeze** `{STRAY}`")), "{body}");
+    assert!(body.contains("```diff"), "{body}");
+    app.fake.verify().await;
+}

@@ -31,12 +31,16 @@ use serde::{Deserialize, Serialize};
 pub const LEDGER_BRANCH: &str = "flakegate/ledger";
 /// The publication subject under which the pull request's state is kept.
 const PROPOSAL: &str = "ledger-proposal";
+/// The publication subject under which the last dispatch waiting for its run is kept.
+const DISPATCH: &str = "ledger-dispatch";
 /// Probe dispatches per installation per sweep interval.
 const DISPATCH_BUDGET: usize = 10;
 /// Tests named in one dispatch.
 const DISPATCH_TESTS: usize = 50;
 /// Runs asked per dispatch: at least a probe's K, at most this.
 const DISPATCH_RUNS: (u64, u64) = (7, 50);
+/// What triggered a run the upkeep asked for (`workflow_run.event`).
+pub(in crate::worker) const DISPATCHED: &str = "workflow_dispatch";
 /// The evidence workflow when the config names none.
 const DEFAULT_WORKFLOW: &str = "flakegate-evidence.yml";
 
@@ -47,6 +51,13 @@ struct Proposal {
     pull: Option<u64>,
     branch_sha: Option<String>,
     digest: Option<String>,
+}
+
+/// A dispatch whose run has not come yet.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Waiting {
+    at_ms: i64,
+    tests: Vec<String>,
 }
 
 /// What the upkeep did, for the expired-freezes issue.
@@ -145,17 +156,43 @@ impl Worker {
         plan: &Plan,
         note: &mut UpkeepNote,
     ) -> Result<(), Failure> {
+        let now = self.now();
+        let repo = t.repo.to_string();
+        // The runs asked for last: still awaited, or given up after the evidence timeout.
+        let waiting: Option<Waiting> = self
+            .store
+            .publication(&repo, DISPATCH)
+            .await
+            .map_err(store_err)?
+            .and_then(|s| serde_json::from_str(&s).ok());
+        if let Some(w) = waiting.filter(|w| !w.tests.is_empty()) {
+            let timeout = i64::from(config.evidence.timeout_minutes) * 60_000;
+            if now.timestamp_millis() - w.at_ms > timeout {
+                let at = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(w.at_ms)
+                    .map_or_else(|| "?".into(), |d| d.format("%Y-%m-%d %H:%M UTC").to_string());
+                note.problems.push(format!(
+                    "the probe runs asked for at {at} ({} test(s)) did not come within evidence.timeout_minutes \
+                     ({} minutes): given up; flakegate asks again at the next sweep",
+                    w.tests.len(),
+                    config.evidence.timeout_minutes
+                ));
+                self.store
+                    .set_publication(&repo, DISPATCH, "{}")
+                    .await
+                    .map_err(store_err)?;
+            } else {
+                note.asked = w.tests;
+            }
+        }
         let wanted: Vec<&crate::gate::ledger::maintain::Pending> =
             plan.pending.iter().filter(|p| p.wants_runs).collect();
         if wanted.is_empty() {
             return Ok(());
         }
-        let now = self.now();
         let interval = self
             .config
             .sweep_interval
             .unwrap_or(crate::app_config::DEFAULT_SWEEP_INTERVAL);
-        let repo = t.repo.to_string();
         // A holder of its own: a lock already held by this worker must not count as free.
         let mut nonce = [0u8; 8];
         getrandom::getrandom(&mut nonce).map_err(|e| crate::worker::failure::internal(anyhow::anyhow!("{e}")))?;
@@ -193,9 +230,12 @@ impl Worker {
                 break;
             }
         }
-        let release = |tests: Vec<String>| async move {
-            for test in tests {
-                let _ = self.store.unlock(&format!("ledger-probe/{repo}/{test}"), owner).await;
+        let release = |tests: Vec<String>| {
+            let repo = repo.clone();
+            async move {
+                for test in tests {
+                    let _ = self.store.unlock(&format!("ledger-probe/{repo}/{test}"), owner).await;
+                }
             }
         };
         if !budget {
@@ -217,6 +257,15 @@ impl Worker {
         match t.client.dispatch_workflow(&t.repo, &workflow, branch, &inputs).await {
             Ok(()) => {
                 tracing::info!(tests = tests.len(), runs, %workflow, "ledger upkeep: probe runs asked for");
+                let w = Waiting {
+                    at_ms: now.timestamp_millis(),
+                    tests: tests.clone(),
+                };
+                let json = serde_json::to_string(&w).map_err(|e| store_err(e.into()))?;
+                self.store
+                    .set_publication(&repo, DISPATCH, &json)
+                    .await
+                    .map_err(store_err)?;
                 note.asked = tests;
             }
             Err(e) if refused(&e) => {
@@ -409,5 +458,114 @@ impl Worker {
             .set_publication(repo, PROPOSAL, &json)
             .await
             .map_err(store_err)
+    }
+
+    /// A dispatched run of the evidence workflow completed: its probe runs join the flake
+    /// history — only a run on the default branch (reviewed code, not a branch anyone with
+    /// write access dispatched it on), of the evidence workflow, that completed and whose
+    /// probe ran the commit the run did — and the ledger's upkeep runs again with them.
+    pub(in crate::worker) async fn upkeep_run_completed(
+        &self,
+        t: &Target,
+        run: &crate::github::event::WorkflowRun,
+        default_branch: Option<&str>,
+    ) -> Result<(), Failure> {
+        let Some(branch) = default_branch.filter(|b| run.head_branch.as_deref() == Some(*b)) else {
+            tracing::info!(run = run.id, branch = ?run.head_branch, "a dispatched run off the default branch: not history");
+            return Ok(());
+        };
+        let Some(repo_id) = t.repo_id.and_then(|id| i64::try_from(id).ok()) else {
+            return Ok(());
+        };
+        if crate::worker::judge::RunRef::cut_short(run.conclusion.as_deref()).is_some() {
+            tracing::info!(run = run.id, conclusion = ?run.conclusion, "a dispatched run cut short: not history");
+            return Ok(());
+        }
+        let head = CommitSha::from(run.head_sha.as_str());
+        let config = self.config_at(t, &head).await?.config;
+        let path = run.path.as_deref().unwrap_or("");
+        let evidence_workflow = if config.evidence.workflows.is_empty() {
+            crate::worker::judge::workflow_matches(DEFAULT_WORKFLOW, path)
+        } else {
+            config
+                .evidence
+                .workflows
+                .iter()
+                .any(|w| crate::worker::judge::workflow_matches(w, path))
+        };
+        if !evidence_workflow {
+            return Ok(());
+        }
+        let observations = self.dispatched_probe(t, run, &config).await?;
+        if observations.is_empty() {
+            return Ok(());
+        }
+        let attempt = run.run_attempt.unwrap_or(1);
+        let key = crate::worker::judge::RunRef::key(run.id, attempt);
+        let added = self
+            .store
+            .record_history(repo_id, &key, &observations, self.now())
+            .await
+            .map_err(store_err)?;
+        tracing::info!(run = run.id, observations = ?added, "dispatched probe runs added to the flake history");
+        // The runs asked for came.
+        self.store
+            .set_publication(&t.repo.to_string(), DISPATCH, "{}")
+            .await
+            .map_err(store_err)?;
+        self.expiry_issue(t, branch).await
+    }
+
+    /// The observations of a dispatched run's probe (none when it uploaded no probe, or one
+    /// that ran another commit).
+    async fn dispatched_probe(
+        &self,
+        t: &Target,
+        run: &crate::github::event::WorkflowRun,
+        config: &Config,
+    ) -> Result<Vec<crate::gate::history::Observation>, Failure> {
+        let artifacts = t.client.run_artifacts(&t.repo, run.id).await?;
+        let Some(artifact) = artifacts
+            .iter()
+            .find(|a| a.name == config.evidence.artifact && !a.expired)
+        else {
+            tracing::warn!(run = run.id, "a dispatched run uploaded no evidence artifact");
+            return Ok(Vec::new());
+        };
+        let scratch = self.scratch_dir()?;
+        let extracted = t
+            .client
+            .download_artifact(&t.repo, artifact.id, scratch.path(), &self.config.artifact_limits)
+            .await?;
+        let root = crate::evidence::evidence_root(&extracted);
+        let sources = crate::evidence::EvidenceSources {
+            probe: Some(root.join("probe")),
+            meta: Some(root.join("meta.json")),
+            ..Default::default()
+        };
+        let loaded =
+            crate::evidence::load_evidence(&sources, &crate::gate::Patch::default(), None, &Default::default());
+        let ev = loaded.evidence;
+        if let Some(p) = ev.problems.first() {
+            tracing::warn!(run = run.id, "a dispatched run's probe is unreadable: {p}");
+            return Ok(Vec::new());
+        }
+        let ran = ev.meta.as_ref().and_then(|m| m.base_sha.as_deref());
+        if ran != Some(run.head_sha.as_str()) {
+            tracing::warn!(run = run.id, ran = ?ran, "a dispatched run's probe names another commit: not history");
+            return Ok(Vec::new());
+        }
+        let Some(probe) = ev.probe else {
+            return Ok(Vec::new());
+        };
+        let source = crate::gate::history::Source {
+            sha: run.head_sha.clone(),
+            kind: crate::gate::history::RunKind::Probe,
+            pr: None,
+            run_id: Some(run.id),
+            attempt: run.run_attempt,
+            date: self.now().date_naive(),
+        };
+        Ok(crate::gate::history::probe_observations(&probe, &source))
     }
 }

@@ -18,7 +18,7 @@ use crate::gate::ledger::{parse_ledger, Ledger};
 use crate::github::event::{Envelope, Installation, Repository};
 use crate::github::CommitSha;
 use crate::present::expired_freezes::{expired_freezes_body, expired_freezes_closed_body, EXPIRED_FREEZES_MARKER};
-use crate::present::ledger_upkeep::upkeep_section;
+use crate::present::ledger_upkeep::{upkeep_only_body, upkeep_section};
 use crate::store::{ExpiryIssue, NewDelivery, Recorded};
 use crate::worker::dispatch::Target;
 use crate::worker::failure::{content, internal, store_err, Failure};
@@ -205,7 +205,12 @@ impl Worker {
             .unwrap_or_default();
         let key = sha256_hex(&format!("{}\n{section}", notice.change_key()));
         let recorded = self.store.expiry_issue(&repo).await.map_err(store_err)?;
-        if notice.is_empty() {
+        // Nothing expires, but the upkeep has something only this issue can carry (the
+        // change as a patch, a refused dispatch): the issue says that alone.
+        let upkeep_alone = upkeep
+            .as_ref()
+            .is_some_and(|u| u.note.patch.is_some() || !u.note.problems.is_empty());
+        if notice.is_empty() && !upkeep_alone {
             let number = match &recorded {
                 Some(r) => r.issue_number,
                 // Never looked, and no ledger: nothing to close, nothing to list.
@@ -231,7 +236,11 @@ impl Worker {
                 return Ok(());
             }
         }
-        let body = expired_freezes_body(&notice, &config.ledger, branch, today, config.mentions, &section);
+        let body = if notice.is_empty() {
+            upkeep_only_body(&config.ledger, branch, today, &section)
+        } else {
+            expired_freezes_body(&notice, &config.ledger, branch, today, config.mentions, &section)
+        };
         let number = self.publish_expiry_issue(t, recorded.as_ref(), &notice, &body).await?;
         self.remember_expiry_issue(&repo, Some(number), key).await
     }

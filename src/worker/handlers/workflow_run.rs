@@ -3,7 +3,7 @@
 //! repository), those judged here before, and, for a fork's run that lists none, those GitHub
 //! associates with the commit — is judged against its own base as GitHub has it now, and the
 //! head's one check run and each pull request's comment are posted. A run triggered by a merge
-//! queue is the `merge_group` handler's.
+//! queue is the `merge_group` handler's; one the ledger's upkeep dispatched is `ledger_upkeep`'s.
 
 use crate::github::event::WorkflowRun;
 use crate::github::{CommitSha, GithubError, PullNumber, PullRequest};
@@ -15,9 +15,18 @@ use crate::worker::Worker;
 use std::collections::BTreeSet;
 
 impl Worker {
-    pub(in crate::worker) async fn workflow_run(&self, t: &Target, run: &WorkflowRun) -> Result<(), Failure> {
+    pub(in crate::worker) async fn workflow_run(
+        &self,
+        t: &Target,
+        run: &WorkflowRun,
+        default_branch: Option<&str>,
+    ) -> Result<(), Failure> {
         if run.event.as_deref() == Some(MERGE_GROUP) {
             return self.merge_group_run_completed(t, run).await;
+        }
+        // A run the ledger's upkeep asked for: probe runs for the history, no pull request.
+        if run.event.as_deref() == Some(super::ledger_upkeep::DISPATCHED) {
+            return self.upkeep_run_completed(t, run, default_branch).await;
         }
         let head = run.head_sha.as_str();
         // A number means something only in its base repository: a fork's own pull requests
