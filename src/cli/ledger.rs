@@ -546,6 +546,7 @@ fn lint(args: &LintArgs) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gate::ledger::Ledger;
 
     #[test]
     fn canonical_form_round_trips() {
