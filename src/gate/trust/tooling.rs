@@ -207,6 +207,50 @@ fn requirement_name(text: &str) -> Option<&str> {
     spec_ok.then_some(name)
 }
 
+/// The package a requirements line installs from a URL or a path rather than by name
+/// (`git+https://…@rev#subdirectory=python/pytest-flakegate`, `-e ./vendor/pytest-plugin`,
+/// `./dist/pkg-1.0-py3-none-any.whl`): its `#egg=` name, else the last part of its
+/// `subdirectory=`, else of the path (a wheel's or archive's name up to its version).
+fn url_requirement(text: &str) -> Option<String> {
+    let t = text.trim();
+    let is_url = t.contains("://") || t.starts_with("git+") || t.starts_with("file:");
+    if !is_url && !t.starts_with(['.', '/']) {
+        return None;
+    }
+    let (path, fragment) = t.split_once('#').unwrap_or((t, ""));
+    let param = |key: &str| {
+        fragment
+            .split('&')
+            .find_map(|kv| kv.strip_prefix(key))
+            .map(|v| v.trim_end_matches('/'))
+    };
+    let last = |p: &str| p.trim_end_matches('/').rsplit('/').next().unwrap_or("").to_string();
+    let name = if let Some(egg) = param("egg=") {
+        egg.to_string()
+    } else if let Some(sub) = param("subdirectory=") {
+        last(sub)
+    } else {
+        // `…/repo.git@v1.2`: the repository; `pkg-1.0.tar.gz`, `pkg-1.0-py3-none-any.whl`: the package.
+        let path = path.split('?').next().unwrap_or(path);
+        let base = last(if is_url {
+            path.rsplit_once('@').map_or(path, |(p, _)| p)
+        } else {
+            path
+        });
+        let base = base.strip_suffix(".git").unwrap_or(&base).to_string();
+        if [".whl", ".tar.gz", ".zip", ".tar.bz2"]
+            .iter()
+            .any(|e| base.ends_with(e))
+        {
+            base.split('-').next().unwrap_or("").to_string()
+        } else {
+            base
+        }
+    };
+    let name = name.trim();
+    (!name.is_empty() && name.starts_with(|c: char| c.is_ascii_alphanumeric())).then(|| name.to_string())
+}
+
 /// How a file lists dependencies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum DepFile {
@@ -346,7 +390,17 @@ enum DepLine {
 }
 
 fn dep_line(kind: DepFile, side: &[(u32, &str)], line: u32, text: &str) -> Option<DepLine> {
-    let code = code_part(text).trim();
+    // pip starts a comment at a `#` that begins the line or follows whitespace: a URL's
+    // `#subdirectory=…` or `#egg=…` is part of the requirement.
+    let code = if kind == DepFile::Requirements {
+        let at = text
+            .char_indices()
+            .find(|&(i, c)| c == '#' && (i == 0 || text[..i].ends_with([' ', '\t'])))
+            .map_or(text.len(), |(i, _)| i);
+        text[..at].trim()
+    } else {
+        code_part(text).trim()
+    };
     if code.is_empty() {
         return None;
     }
@@ -361,6 +415,13 @@ fn dep_line(kind: DepFile, side: &[(u32, &str)], line: u32, text: &str) -> Optio
     };
     let packages = match kind {
         DepFile::Requirements => {
+            if let Some(rest) = code.strip_prefix("-e ").or_else(|| code.strip_prefix("--editable")) {
+                let rest = rest.trim_start_matches([' ', '=']);
+                return requirement_name(rest)
+                    .map(str::to_string)
+                    .or_else(|| url_requirement(rest))
+                    .map(|n| DepLine::Packages(vec![n]));
+            }
             if code.starts_with('-') {
                 let opt = code.split([' ', '=']).next().unwrap_or("");
                 return matches!(
@@ -369,7 +430,11 @@ fn dep_line(kind: DepFile, side: &[(u32, &str)], line: u32, text: &str) -> Optio
                 )
                 .then(|| DepLine::Index(code.to_string()));
             }
-            reqs(&[code.split(" --").next().unwrap_or(code)])
+            let req = code.split(" --").next().unwrap_or(code);
+            match (requirement_name(req), url_requirement(req)) {
+                (None, Some(name)) => vec![name],
+                _ => reqs(&[req]),
+            }
         }
         DepFile::Toml => {
             let (section, array_key) = toml_place(side, line);
