@@ -356,3 +356,104 @@ fn an_evidence_directory_with_other_files_stops_pytest_before_any_test() {
     assert!(!String::from_utf8_lossy(&out.stdout).contains("passed"));
     assert_eq!(walk(&dir.join("evidence")), ["notes.md"]);
 }
+
+fn read_yaml(name: &str) -> serde_yaml_ng::Value {
+    let text = std::fs::read_to_string(root().join(name)).unwrap();
+    serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn run_text(job: &serde_yaml_ng::Value) -> String {
+    job["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["run"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The Action's template: the App template's jobs with the plugin making the evidence, and a
+/// `gate` job judging the artifact with action.yml.
+#[test]
+fn the_action_template_gates_on_the_plugins_evidence() {
+    let app = read_yaml("templates/workflows/flakegate-evidence.yml");
+    let w = read_yaml("templates/workflows/flakegate-gate-action.yml");
+    let action = read_yaml("action.yml");
+    // What the plugin does not change is the App template's, job for job.
+    for job in ["seed", "witnesses"] {
+        assert_eq!(w["jobs"][job], app["jobs"][job], "job {job}");
+    }
+    assert_eq!(w["on"], app["on"]);
+    let head = run_text(&w["jobs"]["head"]);
+    assert!(head.contains("--flakegate=evidence --flakegate-cov=src"), "{head}");
+    assert!(head.contains("#subdirectory=python/pytest-flakegate"), "{head}");
+    assert!(!head.contains("--cov=") && !head.contains("--report-log"), "{head}");
+    let probe = run_text(&w["jobs"]["probe"]);
+    assert!(
+        probe.contains("--flakegate-results=shard/run-${{ matrix.run }}.jsonl"),
+        "{probe}"
+    );
+    let k: usize = w["env"]["K"].as_str().unwrap().parse().unwrap();
+    assert_eq!(
+        w["jobs"]["probe"]["strategy"]["matrix"]["run"]
+            .as_sequence()
+            .unwrap()
+            .len(),
+        k
+    );
+    // meta.json is the plugin's: the evidence job only gathers the head's and the probe's parts.
+    assert!(!run_text(&w["jobs"]["evidence"]).contains("meta.json"));
+
+    let gate = &w["jobs"]["gate"];
+    assert_eq!(gate["needs"].as_str(), Some("evidence"));
+    let steps = gate["steps"].as_sequence().unwrap();
+    let checkout = &steps[0];
+    assert_eq!(checkout["uses"].as_str(), Some("actions/checkout@v4"));
+    assert_eq!(
+        checkout["with"]["fetch-depth"].as_u64(),
+        Some(0),
+        "--base needs history"
+    );
+    let download = steps
+        .iter()
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("actions/download-artifact"))
+        })
+        .unwrap();
+    let default_artifact = flakegate::gate::config::Config::default().evidence.artifact;
+    assert_eq!(download["with"]["name"].as_str(), Some(default_artifact.as_str()));
+    let uploaded = w["jobs"]["evidence"]["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("actions/upload-artifact"))
+        })
+        .unwrap();
+    assert_eq!(uploaded["with"]["name"], download["with"]["name"]);
+    let check = steps
+        .iter()
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("flakegate/flakegate@"))
+        })
+        .expect("the gate job uses the flakegate Action");
+    assert_eq!(check["with"]["evidence"], download["with"]["path"]);
+    // Every input it passes is one action.yml declares.
+    for (key, _) in check["with"].as_mapping().unwrap() {
+        let key = key.as_str().unwrap();
+        assert!(!action["inputs"][key].is_null(), "action.yml has no input {key}");
+    }
+    // `--workflow` names this very file where the template says to copy it.
+    assert_eq!(check["with"]["args"].as_str(), Some("--workflow ${{ env.WORKFLOW }}"));
+    assert_eq!(
+        w["env"]["WORKFLOW"].as_str(),
+        Some(".github/workflows/flakegate-gate-action.yml")
+    );
+}
