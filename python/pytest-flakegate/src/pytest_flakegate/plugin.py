@@ -157,11 +157,16 @@ class Evidence:
             evidence.discard(self.tmp)
             self._say(f"flakegate: the run did not finish (exit status {int(exitstatus)}): no evidence written")
             return
-        measured = self._coverage_json()
-        with open(os.path.join(self.tmp, "meta.json"), "w", encoding="utf-8") as f:
-            json.dump(meta(str(self.config.rootpath), self.config.invocation_params.args, self.base), f, indent=2)
-            f.write("\n")
-        evidence.commit(self.tmp, self.target)
+        try:
+            measured = self._coverage_json()
+            with open(os.path.join(self.tmp, "meta.json"), "w", encoding="utf-8") as f:
+                json.dump(meta(str(self.config.rootpath), self.config.invocation_params.args, self.base), f, indent=2)
+                f.write("\n")
+            evidence.commit(self.tmp, self.target)
+        except BaseException:
+            # Never a half-written directory: whatever failed, the target is left as it was.
+            evidence.discard(self.tmp)
+            raise
         if measured:
             self._say(f"flakegate: evidence written to {self.target}")
         else:
