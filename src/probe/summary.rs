@@ -486,7 +486,8 @@ fn why_inconclusive(attempted: u32, usable_n: u32, reports: &[RunReport], opts: 
             if !cmd.iter().any(|w| w.contains(crate::probe::exec::PLACEHOLDER)) {
                 why.push_str(
                     "; no run wrote results to $FLAKEGATE_RESULTS — pass --report-log={results} \
-                     (pytest-reportlog) or --junitxml={results} to pytest",
+                     (pytest-reportlog), --flakegate-results={results} (pytest-flakegate) or \
+                     --junitxml={results} to pytest",
                 );
             }
         }

@@ -18,6 +18,7 @@ mod hostile;
 mod inert_output;
 mod lcov;
 mod ledger_edit;
+mod plugin;
 mod probe;
 mod probe_shards;
 mod release;

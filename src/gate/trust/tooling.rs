@@ -10,6 +10,9 @@
 //! own process can, so these shapes distrust the evidence instead of reading it.
 
 use crate::gate::patch::{FileChange, FileStatus};
+use requirement::{requirement_name, url_requirement};
+
+mod requirement;
 
 /// One thing a file's change does to the test run: the head-side line (when
 /// there is one) and what it is.
@@ -182,31 +185,6 @@ fn is_test_tooling(name: &str) -> bool {
     n.contains("pytest") || n.starts_with("coverage") || PLUGIN_PROVIDERS.contains(&n.as_str())
 }
 
-/// The package a PEP 508 requirement names, when the whole text is one
-/// (`name[extras] >=1,<2 ; marker`, `name @ url`).
-fn requirement_name(text: &str) -> Option<&str> {
-    let t = text.trim();
-    let end = t
-        .find(|c: char| !(c.is_ascii_alphanumeric() || "._-".contains(c)))
-        .unwrap_or(t.len());
-    let (name, rest) = (&t[..end], t[end..].trim_start());
-    if name.is_empty() || !name.starts_with(|c: char| c.is_ascii_alphabetic()) {
-        return None;
-    }
-    let rest = match rest.strip_prefix('[') {
-        Some(r) => r.split_once(']')?.1.trim_start(),
-        None => rest,
-    };
-    let spec_end = rest.find([';', '@']).unwrap_or(rest.len());
-    let spec = rest[..spec_end].trim();
-    let spec_ok = spec.is_empty()
-        || (spec.starts_with(['<', '>', '=', '!', '~', '('])
-            && spec
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "<>=!~.,*+ ()".contains(c)));
-    spec_ok.then_some(name)
-}
-
 /// How a file lists dependencies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum DepFile {
@@ -346,7 +324,17 @@ enum DepLine {
 }
 
 fn dep_line(kind: DepFile, side: &[(u32, &str)], line: u32, text: &str) -> Option<DepLine> {
-    let code = code_part(text).trim();
+    // pip starts a comment at a `#` that begins the line or follows whitespace: a URL's
+    // `#subdirectory=…` or `#egg=…` is part of the requirement.
+    let code = if kind == DepFile::Requirements {
+        let at = text
+            .char_indices()
+            .find(|&(i, c)| c == '#' && (i == 0 || text[..i].ends_with([' ', '\t'])))
+            .map_or(text.len(), |(i, _)| i);
+        text[..at].trim()
+    } else {
+        code_part(text).trim()
+    };
     if code.is_empty() {
         return None;
     }
@@ -361,6 +349,13 @@ fn dep_line(kind: DepFile, side: &[(u32, &str)], line: u32, text: &str) -> Optio
     };
     let packages = match kind {
         DepFile::Requirements => {
+            if let Some(rest) = code.strip_prefix("-e ").or_else(|| code.strip_prefix("--editable")) {
+                let rest = rest.trim_start_matches([' ', '=']);
+                return requirement_name(rest)
+                    .map(str::to_string)
+                    .or_else(|| url_requirement(rest))
+                    .map(|n| DepLine::Packages(vec![n]));
+            }
             if code.starts_with('-') {
                 let opt = code.split([' ', '=']).next().unwrap_or("");
                 return matches!(
@@ -369,7 +364,11 @@ fn dep_line(kind: DepFile, side: &[(u32, &str)], line: u32, text: &str) -> Optio
                 )
                 .then(|| DepLine::Index(code.to_string()));
             }
-            reqs(&[code.split(" --").next().unwrap_or(code)])
+            let req = code.split(" --").next().unwrap_or(code);
+            match (requirement_name(req), url_requirement(req)) {
+                (None, Some(name)) => vec![name],
+                _ => reqs(&[req]),
+            }
         }
         DepFile::Toml => {
             let (section, array_key) = toml_place(side, line);

@@ -350,3 +350,152 @@ fn code_that_writes_the_evidence() {
     assert!(got[0].contains("interpreter start-up"), "{got:?}");
     assert!(distrust("sitecustomize.py", &["x = 1"], &[])[0].contains("interpreter start-up"));
 }
+
+/// flakegate's own pytest plugin is test tooling like any other: pinning, bumping or removing it
+/// in any dependency file distrusts the evidence, however it is installed (by name, from the
+/// repository's `python/pytest-flakegate` folder, or from a vendored copy).
+#[test]
+fn the_flakegate_plugin_is_test_tooling() {
+    let git = "git+https://github.com/flakegate/flakegate@0f0bd502c465#subdirectory=python/pytest-flakegate";
+    let pep508 = format!("pytest-flakegate @ {git}");
+    let req_old = "git+https://github.com/flakegate/flakegate@1111111#subdirectory=python/pytest-flakegate";
+    let flagged: Vec<(&str, Vec<String>, Vec<String>, &str)> = vec![
+        (
+            "requirements.txt",
+            vec!["pytest-flakegate==0.1.0".into()],
+            vec![],
+            "adds `pytest-flakegate`",
+        ),
+        (
+            "requirements-dev.txt",
+            vec![git.into()],
+            vec![req_old.into()],
+            "changes `pytest-flakegate`",
+        ),
+        (
+            "requirements/ci.txt",
+            vec![],
+            vec![git.into()],
+            "removes `pytest-flakegate`",
+        ),
+        (
+            "requirements.txt",
+            vec![format!("-e {git}")],
+            vec![],
+            "adds `pytest-flakegate`",
+        ),
+        (
+            "requirements.txt",
+            vec!["./vendor/pytest-flakegate".into()],
+            vec![],
+            "adds `pytest-flakegate`",
+        ),
+        (
+            "requirements.txt",
+            vec!["git+https://example.invalid/fork.git@abc#egg=pytest-flakegate&subdirectory=plugin".into()],
+            vec![],
+            "adds `pytest-flakegate`",
+        ),
+        (
+            "requirements.txt",
+            vec!["./wheels/pytest_flakegate-0.1.0-py3-none-any.whl".into()],
+            vec![],
+            "adds `pytest_flakegate`",
+        ),
+        (
+            "pyproject.toml",
+            vec![
+                "[project.optional-dependencies]".into(),
+                format!("test = [\"{pep508}\"]"),
+            ],
+            vec![],
+            "adds `pytest-flakegate`",
+        ),
+        (
+            "pyproject.toml",
+            vec![
+                "[dependency-groups]".into(),
+                "ci = [".into(),
+                "    \"pytest-flakegate>=0.2\",".into(),
+            ],
+            vec!["    \"pytest-flakegate>=0.1\",".into()],
+            "changes `pytest-flakegate`",
+        ),
+        (
+            "setup.cfg",
+            vec![
+                "[options.extras_require]".into(),
+                "test =".into(),
+                format!("    {pep508}"),
+            ],
+            vec![],
+            "adds `pytest-flakegate`",
+        ),
+        (
+            "tox.ini",
+            vec!["[testenv]".into(), "deps =".into(), "    pytest-flakegate".into()],
+            vec![],
+            "adds `pytest-flakegate`",
+        ),
+        (
+            "uv.lock",
+            vec!["name = \"pytest-flakegate\"".into()],
+            vec![],
+            "adds `pytest-flakegate`",
+        ),
+    ];
+    for (path, added, removed, want) in &flagged {
+        let added: Vec<&str> = added.iter().map(String::as_str).collect();
+        let removed: Vec<&str> = removed.iter().map(String::as_str).collect();
+        let d = distrust(path, &added, &removed);
+        assert!(
+            d.iter()
+                .any(|w| w.contains(want) && w.contains("changes the test tooling")),
+            "{path} {added:?} {removed:?}: {d:?}"
+        );
+    }
+    // A URL requirement that is not test tooling stays a note.
+    let t = tooling(&fc(
+        "requirements.txt",
+        &["git+https://example.invalid/acme/billing.git@v2"],
+        &[],
+    ));
+    assert!(t.distrust.is_empty(), "{:?}", t.distrust);
+    assert!(
+        t.notes.len() == 1 && t.notes[0].contains("adds `billing`"),
+        "{:?}",
+        t.notes
+    );
+    assert_eq!(url_requirement(git).as_deref(), Some("pytest-flakegate"));
+    assert_eq!(url_requirement("pytest-flakegate==0.1.0"), None);
+}
+
+/// A repository that vendors the plugin's source (and loads it with `-p` or from a conftest):
+/// an edit of it is an edit of pytest hooks and of coverage's measurement, and distrusts.
+#[test]
+fn a_vendored_copy_of_the_plugin_is_judged_as_plugin_code() {
+    let d = distrust(
+        "vendor/pytest_flakegate/plugin.py",
+        &[
+            "    def pytest_runtest_call(self, item):",
+            "        self._switch(item, \"setup\")",
+        ],
+        &[],
+    );
+    assert!(d.iter().any(|w| w.contains("pytest_runtest_call")), "{d:?}");
+    let d = distrust(
+        "vendor/pytest_flakegate/plugin.py",
+        &["            self.cov.switch_context(f\"{item.nodeid}|{phase}\")"],
+        &[],
+    );
+    assert!(d.iter().any(|w| w.contains("calls coverage's API")), "{d:?}");
+    let d = distrust(
+        "vendor/pytest_flakegate/evidence.py",
+        &["WRITES = (\"coverage.json\", \"meta.json\", \"results\")"],
+        &[],
+    );
+    assert!(
+        d.iter().any(|w| w.contains("names the evidence (`coverage.json`)")),
+        "{d:?}"
+    );
+}
