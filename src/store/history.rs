@@ -176,11 +176,15 @@ pub(super) mod sql {
     /// moved to the observation's time: the row is held until the run commits, so compaction
     /// cannot drop the test under it. Returns the test's number (none: a test not yet known).
     pub const TOUCH_TEST: &str = "UPDATE history_tests SET streak = CASE WHEN $3 THEN 0 ELSE streak + CAST($4 AS \
-                                  BIGINT) END, last_at = CASE WHEN last_at > CAST($5 AS BIGINT) THEN last_at ELSE \
-                                  CAST($5 AS BIGINT) END WHERE repo_id = $1 AND test = $2 RETURNING id";
+                                  BIGINT) END, passes = passes + CAST($4 AS BIGINT), failures = failures + CAST($6 \
+                                  AS BIGINT), first_day = CASE WHEN first_day IS NULL OR first_day > CAST($7 AS \
+                                  BIGINT) THEN CAST($7 AS BIGINT) ELSE first_day END, last_at = CASE WHEN last_at \
+                                  >= CAST($5 AS BIGINT) THEN last_at ELSE CAST($5 AS BIGINT) END WHERE repo_id = $1 \
+                                  AND test = $2 RETURNING id";
     /// A test seen for the first time; none returned when another instance added it meanwhile.
-    pub const NEW_TEST: &str = "INSERT INTO history_tests (repo_id, test, streak, last_at) VALUES ($1, $2, $3, $4) \
-                                ON CONFLICT (repo_id, test) DO NOTHING RETURNING id";
+    pub const NEW_TEST: &str = "INSERT INTO history_tests (repo_id, test, streak, last_at, passes, failures, \
+                                first_day) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (repo_id, test) DO NOTHING \
+                                RETURNING id";
     pub const TOUCH_SHA: &str = "UPDATE history_shas SET last_at = CASE WHEN last_at > CAST($3 AS BIGINT) THEN \
                                  last_at ELSE CAST($3 AS BIGINT) END WHERE repo_id = $1 AND sha = $2 RETURNING id";
     pub const NEW_SHA: &str = "INSERT INTO history_shas (repo_id, sha, last_at) VALUES ($1, $2, $3) ON CONFLICT \
@@ -221,10 +225,18 @@ pub(super) mod sql {
                                 SELECT repo_id FROM history_repositories";
     pub const COUNT: &str = "SELECT (SELECT COUNT(*) FROM history_day_counts) + (SELECT COUNT(*) FROM \
                              history_sha_counts) + (SELECT COUNT(*) FROM history_failed)";
-    /// Each with the window's first day (`history_day_counts`) or millisecond (the others);
+    /// Each with the window's first day (the running totals, `history_day_counts`) or millisecond (the others);
     /// tests and shas with the first millisecond of the window's first day, so that nothing
     /// left refers to them (their `last_at` is the latest of their counts').
-    pub const COMPACT: [(&str, Bound); 6] = [
+    pub const COMPACT: [(&str, Bound); 7] = [
+        (
+            "UPDATE history_tests SET passes = passes - COALESCE((SELECT SUM(d.passes) FROM history_day_counts d \
+             WHERE d.test_id = history_tests.id AND d.day < $1), 0), failures = failures - COALESCE((SELECT \
+             SUM(d.failures) FROM history_day_counts d WHERE d.test_id = history_tests.id AND d.day < $1), 0), \
+             first_day = (SELECT MIN(d.day) FROM history_day_counts d WHERE d.test_id = history_tests.id AND d.day \
+             >= $1) WHERE first_day < $1",
+            Bound::Day,
+        ),
         ("DELETE FROM history_day_counts WHERE day < $1", Bound::Day),
         ("DELETE FROM history_sha_counts WHERE last_at < $1", Bound::Time),
         ("DELETE FROM history_failed WHERE at < $1", Bound::Time),
@@ -353,6 +365,9 @@ macro_rules! common_history_methods {
                 let (test, sha) = (o.test.as_str(), o.source.sha.as_str());
                 let (passes, failures) = (i64::from(o.passes), i64::from(o.failures));
                 let streak = if failures > 0 { 0 } else { passes };
+                let day = at.div_euclid(DAY_MS);
+                // Kept to the day, so the row's index entry moves once a day, not every run.
+                let last_at = day * DAY_MS + (DAY_MS - 1);
                 // The test's number, its streak moved on and its row held (a new test is added).
                 let mut test_id = None;
                 for fresh in [false, true, false] {
@@ -361,7 +376,10 @@ macro_rules! common_history_methods {
                             .bind(repo_id)
                             .bind(test)
                             .bind(streak)
-                            .bind(at)
+                            .bind(last_at)
+                            .bind(passes)
+                            .bind(failures)
+                            .bind(day)
                             .fetch_optional(&mut *tx)
                             .await
                     } else {
@@ -370,7 +388,9 @@ macro_rules! common_history_methods {
                             .bind(test)
                             .bind(failures > 0)
                             .bind(passes)
-                            .bind(at)
+                            .bind(last_at)
+                            .bind(failures)
+                            .bind(day)
                             .fetch_optional(&mut *tx)
                             .await
                     }
@@ -457,18 +477,20 @@ macro_rules! common_history_methods {
             // Counts for every test at once (a few statements per chunk, not per test, on the
             // tests' and shas' numbers); the failures' sources only for tests that failed.
             let list = |first: usize, len: usize| (0..len).map(|i| format!("${}", first + i)).collect::<Vec<_>>().join(", ");
-            let mut numbers: std::collections::HashMap<String, (i64, i64)> = Default::default();
+            // Each test's number, streak and running totals (passes, failures, first day).
+            let mut numbers: std::collections::HashMap<String, (i64, i64, i64, i64, Option<i64>)> = Default::default();
             for chunk in tests.chunks(400) {
                 let q = format!(
-                    "SELECT test, id, streak FROM history_tests WHERE repo_id = $1 AND test IN ({})",
+                    "SELECT test, id, streak, passes, failures, first_day FROM history_tests WHERE repo_id = $1 \
+                     AND test IN ({})",
                     list(2, chunk.len())
                 );
-                let mut query = sqlx::query_as::<Db, (String, i64, i64)>(&q).bind(repo_id);
+                let mut query = sqlx::query_as::<Db, (String, i64, i64, i64, i64, Option<i64>)>(&q).bind(repo_id);
                 for t in chunk {
                     query = query.bind(t.as_str());
                 }
-                for (t, id, streak) in query.fetch_all(&mut *conn).await.context("reading history (tests)")? {
-                    numbers.insert(t, (id, streak));
+                for (t, id, streak, p, f, d) in query.fetch_all(&mut *conn).await.context("reading history (tests)")? {
+                    numbers.insert(t, (id, streak, p, f, d));
                 }
             }
             let shas: Vec<(i64, String)> = sqlx::query_as::<Db, _>(sql::SHA_IDS)
@@ -480,22 +502,26 @@ macro_rules! common_history_methods {
                 .context("reading history (shas)")?;
             let sha_id = |sha: Option<&str>| sha.and_then(|s| shas.iter().find(|(_, h)| h == s).map(|(id, _)| *id));
             let (base_id, head_id) = (sha_id(base_sha), sha_id(head_sha));
-            let ids: Vec<i64> = numbers.values().map(|&(id, _)| id).collect();
-            let mut totals: std::collections::HashMap<i64, (i64, i64, Option<i64>)> = Default::default();
+            let ids: Vec<i64> = numbers.values().map(|&(id, ..)| id).collect();
+            // The totals within the window: the running totals, less the days before it that
+            // compaction has not dropped yet (at most a sweep interval's worth).
+            let from_day = from.div_euclid(DAY_MS);
+            let stale: Vec<i64> = numbers
+                .values()
+                .filter(|&&(.., first)| first.is_some_and(|d| d < from_day))
+                .map(|&(id, ..)| id)
+                .collect();
+            let before = Self::days_before(&mut conn, &stale, from_day).await?;
+            let mut totals: std::collections::HashMap<i64, (i64, i64, Option<i64>)> = numbers
+                .values()
+                .map(|&(id, _, p, f, first)| match before.get(&id) {
+                    Some(&(bp, bf, since)) => (id, (p - bp, f - bf, since)),
+                    None => (id, (p, f, first)),
+                })
+                .collect();
+            totals.retain(|_, (p, f, _)| *p > 0 || *f > 0);
             let mut on_sha: std::collections::HashMap<(i64, i64), (i64, i64)> = Default::default();
             for chunk in ids.chunks(400) {
-                let q = format!(
-                    "SELECT test_id, CAST(SUM(passes) AS BIGINT), CAST(SUM(failures) AS BIGINT), MIN(day) FROM \
-                     history_day_counts WHERE day >= $1 AND test_id IN ({}) GROUP BY test_id",
-                    list(2, chunk.len())
-                );
-                let mut query = sqlx::query_as::<Db, (i64, i64, i64, Option<i64>)>(&q).bind(from.div_euclid(DAY_MS));
-                for id in chunk {
-                    query = query.bind(id);
-                }
-                for (id, p, f, d) in query.fetch_all(&mut *conn).await.context("reading history (totals)")? {
-                    totals.insert(id, (p, f, d));
-                }
                 if base_id.is_none() && head_id.is_none() {
                     continue;
                 }
@@ -516,7 +542,7 @@ macro_rules! common_history_methods {
                 }
             }
             for test in tests {
-                let Some(&(id, streak)) = numbers.get(test.as_str()) else {
+                let Some(&(id, streak, ..)) = numbers.get(test.as_str()) else {
                     continue;
                 };
                 let Some(&(passes, failures, first_day)) = totals.get(&id) else {
@@ -545,6 +571,32 @@ macro_rules! common_history_methods {
                 subtract(&mut th, test, &own, base_sha, head_sha);
                 if th.runs > 0 || th.last_failure.is_some() {
                     out.tests.insert(test.clone(), th);
+                }
+            }
+            Ok(out)
+        }
+
+        /// For each of `ids` (tests with counts before the window's first day `from_day`): the
+        /// passes and failures before it, and the first day it has counts within the window.
+        async fn days_before(
+            conn: &mut sqlx::pool::PoolConnection<Db>,
+            ids: &[i64],
+            from_day: i64,
+        ) -> anyhow::Result<std::collections::HashMap<i64, (i64, i64, Option<i64>)>> {
+            let mut out: std::collections::HashMap<i64, (i64, i64, Option<i64>)> = Default::default();
+            for chunk in ids.chunks(400) {
+                let list = (0..chunk.len()).map(|i| format!("${}", i + 2)).collect::<Vec<_>>().join(", ");
+                let q = format!(
+                    "SELECT test_id, CAST(SUM(CASE WHEN day < $1 THEN passes ELSE 0 END) AS BIGINT), \
+                     CAST(SUM(CASE WHEN day < $1 THEN failures ELSE 0 END) AS BIGINT), MIN(CASE WHEN day >= $1 \
+                     THEN day END) FROM history_day_counts WHERE test_id IN ({list}) GROUP BY test_id"
+                );
+                let mut query = sqlx::query_as::<Db, (i64, i64, i64, Option<i64>)>(&q).bind(from_day);
+                for id in chunk {
+                    query = query.bind(id);
+                }
+                for (id, p, f, since) in query.fetch_all(&mut **conn).await.context("reading history (window)")? {
+                    out.insert(id, (p, f, since));
                 }
             }
             Ok(out)

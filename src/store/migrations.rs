@@ -185,7 +185,9 @@ const HISTORY_POSTGRES: &str = concat!(
 /// (`history_tests`, `history_shas`) and the counts refer to them, so a row is a few integers
 /// instead of a node id and a sha repeated in the row and in every index
 /// (docs/performance.md, "The flake history at scale"). The passing streak becomes a column of
-/// the test. A test's and a sha's `last_at` is the latest time any of its counts was observed,
+/// the test, and so do its running totals (`passes`, `failures` and `first_day` over the days it
+/// has counts for: a read sums no days, it takes out only the days compaction has not dropped
+/// yet). A test's and a sha's `last_at` is the latest time any of its counts was observed,
 /// so compaction drops them with the counts that name them (nothing older than the window
 /// refers to them), and a run recording one updates it first — holding the row against a
 /// concurrent compaction. Every count is carried over.
@@ -193,7 +195,8 @@ macro_rules! history_ids {
     ($id:literal, $day_key:literal, $sha_key:literal, $clustered:literal) => {
         concat!(
             "CREATE TABLE history_tests (id ", $id, ", repo_id BIGINT NOT NULL, test TEXT NOT NULL,
-    streak BIGINT NOT NULL DEFAULT 0, last_at BIGINT NOT NULL, UNIQUE (repo_id, test));
+    streak BIGINT NOT NULL DEFAULT 0, last_at BIGINT NOT NULL, passes BIGINT NOT NULL DEFAULT 0,
+    failures BIGINT NOT NULL DEFAULT 0, first_day BIGINT, UNIQUE (repo_id, test));
 CREATE TABLE history_shas (id ", $id, ", repo_id BIGINT NOT NULL, sha TEXT NOT NULL, last_at BIGINT NOT NULL,
     UNIQUE (repo_id, sha));
 INSERT INTO history_tests (repo_id, test, last_at) SELECT repo_id, test, MAX(at) FROM (SELECT repo_id, test,
@@ -201,7 +204,11 @@ INSERT INTO history_tests (repo_id, test, last_at) SELECT repo_id, test, MAX(at)
     UNION ALL SELECT repo_id, test, at FROM history_failures UNION ALL SELECT repo_id, test, 0 FROM history_streak) x
     GROUP BY repo_id, test;
 UPDATE history_tests SET streak = COALESCE((SELECT s.passes FROM history_streak s WHERE s.repo_id =
-    history_tests.repo_id AND s.test = history_tests.test), 0);
+    history_tests.repo_id AND s.test = history_tests.test), 0), passes = COALESCE((SELECT SUM(d.passes) FROM
+    history_days d WHERE d.repo_id = history_tests.repo_id AND d.test = history_tests.test), 0), failures =
+    COALESCE((SELECT SUM(d.failures) FROM history_days d WHERE d.repo_id = history_tests.repo_id AND d.test =
+    history_tests.test), 0), first_day = (SELECT MIN(d.day) FROM history_days d WHERE d.repo_id =
+    history_tests.repo_id AND d.test = history_tests.test);
 INSERT INTO history_shas (repo_id, sha, last_at) SELECT repo_id, sha, MAX(at) FROM (SELECT repo_id, sha,
     last_at AS at FROM history_sha UNION ALL SELECT repo_id, sha, at FROM history_failures) x GROUP BY repo_id, sha;
 CREATE TABLE history_day_counts (test_id BIGINT NOT NULL, day BIGINT NOT NULL, passes BIGINT NOT NULL,

@@ -152,9 +152,14 @@ async fn window_and_deletion(db: &Db) {
         (a.runs, a.failures, a.unstable_on.is_none(), a.on_base),
         (7, 0, true, (0, 0))
     );
+    assert_eq!(a.since, Some(day(-1)), "the window's first day with a count, not the dropped one");
     let before = s.history_size().await.unwrap();
     let after = s.compact_history(now(), 90).await.unwrap();
     assert!(after < before, "compaction dropped the old rows ({before} → {after})");
+    // The running totals lost the dropped days, and only them.
+    let h = s.history_for(REPO, &q(&[t("a")], Some("t"))).await.unwrap();
+    let a = &h.tests[&t("a")];
+    assert_eq!((a.runs, a.failures, a.since, a.on_base), (7, 0, Some(day(-1)), (7, 0)));
     // Uninstalled from REPO: its history goes, the other repository's stays.
     s.delete_history(REPO).await.unwrap();
     let h = s.history_for(REPO, &q(&[t("a")], Some("t"))).await.unwrap();
