@@ -198,6 +198,12 @@ pub fn load_evidence(
     }
 }
 
+/// Read the evidence with the coverage of every file it measured and every line's witnesses
+/// (not only a patch's): what the blindness map needs. Never fails, as [`load_evidence`].
+pub fn load_every_file(sources: &EvidenceSources, ledger: Option<&Ledger>) -> Loaded {
+    read_evidence(&sources.clone().resolve(), &PathMatcher::every_file(), ledger)
+}
+
 /// [`load_evidence`]'s reading, for the lines `matcher` keeps.
 fn read_evidence(sources: &EvidenceSources, matcher: &PathMatcher, ledger: Option<&Ledger>) -> Loaded {
     let mut out = Loaded::default();
