@@ -109,6 +109,8 @@ fn compute(args: &BlindnessArgs) -> anyhow::Result<(BlindnessMap, render::Source
             args.dir.display()
         )));
     }
+    let root = std::fs::canonicalize(&args.source)
+        .map_err(|e| unusable(format!("{}: --source: {e}", args.source.display())))?;
     let config = local_config(args.config.as_deref())?;
     let mut notes = Vec::new();
     let ledger = read_ledger(args.ledger.as_deref(), &config, &mut notes)?;
@@ -116,7 +118,14 @@ fn compute(args: &BlindnessArgs) -> anyhow::Result<(BlindnessMap, render::Source
         dir: Some(args.dir.clone()),
         coverage: args.coverage.clone(),
         ..EvidenceSources::default()
-    };
+    }
+    .resolve();
+    if args.history.is_none() {
+        let keep_texts = args.format == BlindnessFormat::Html;
+        if let Some(done) = streamed(&sources, &ledger, &config, &root, keep_texts, today, &mut notes)? {
+            return Ok(done);
+        }
+    }
     let mut loaded = load_every_file(&sources, Some(&ledger)).evidence;
     let coverage_file = loaded.coverage_file.clone().unwrap_or_default();
     let Some(mut coverage) = loaded.coverage.take() else {
@@ -131,10 +140,8 @@ fn compute(args: &BlindnessArgs) -> anyhow::Result<(BlindnessMap, render::Source
     for p in &loaded.problems {
         notes.push(format!("not used: {p}"));
     }
-    let root = std::fs::canonicalize(&args.source)
-        .map_err(|e| unusable(format!("{}: --source: {e}", args.source.display())))?;
     let read = read_sources(&root, &mut coverage.files);
-    notes.extend(read.summary_notes(&args.source));
+    notes.extend(read.summary_notes(&root));
     let history = match &args.history {
         Some(path) => Some(read_history(
             path,
@@ -157,15 +164,7 @@ fn compute(args: &BlindnessArgs) -> anyhow::Result<(BlindnessMap, render::Source
         today,
     };
     let mut map = blindness::map(&input)?;
-    if loaded.probe.is_none() && history.is_none() {
-        notes.push(
-            "no probe in the evidence and no --history: only the ledger says which tests are not witnesses".into(),
-        );
-    }
-    for f in &mut map.files {
-        f.note = read.notes.get(&f.path).cloned();
-    }
-    map.notes.extend(notes);
+    finish_notes(&mut map, &read, loaded.probe.is_none() && history.is_none(), notes);
     Ok((
         map,
         render::Sources {
@@ -244,9 +243,8 @@ impl Read {
     }
 }
 
-/// Read each measured file's source under `root`. An absolute coverage path under the root is
-/// renamed to its path relative to it (as the coverage's `relative_files` would have written
-/// it); one outside the root, or climbing out of it (`..`, a symbolic link), is named, never read.
+/// Read each measured file's source under `root` ([`read_one`]), renaming absolute paths
+/// under the root ([`relative_to`]).
 fn read_sources(root: &Path, files: &mut BTreeMap<String, crate::gate::coverage::FileCoverage>) -> Read {
     let mut read = Read {
         texts: BTreeMap::new(),
@@ -257,61 +255,168 @@ fn read_sources(root: &Path, files: &mut BTreeMap<String, crate::gate::coverage:
     };
     let absolute: Vec<String> = files.keys().filter(|p| Path::new(p).is_absolute()).cloned().collect();
     for p in absolute {
-        if let Ok(rel) = Path::new(&p).strip_prefix(root) {
-            let rel = rel.to_string_lossy().replace('\\', "/");
+        let rel = relative_to(root, &p);
+        if rel != p {
             if let Some(fc) = files.remove(&p) {
                 files.entry(rel).or_insert(fc);
             }
         }
     }
     for path in files.keys() {
-        let rel = Path::new(path);
-        let climbs = rel.is_absolute()
-            || rel
-                .components()
-                .any(|c| matches!(c, Component::ParentDir | Component::Prefix(_) | Component::RootDir));
-        let full = root.join(rel);
-        // A path that does not resolve is not read either: it is missing.
-        let inside = !climbs
-            && match std::fs::canonicalize(&full) {
-                Ok(c) => c.starts_with(root),
-                Err(_) => true,
-            };
-        if !inside {
-            read.outside.push(path.clone());
-            read.notes
-                .insert(path.clone(), "outside the source tree: not read".into());
-            continue;
-        }
-        match std::fs::read(&full) {
-            Ok(bytes) => {
-                match String::from_utf8(bytes) {
-                    Ok(t) => {
-                        read.texts.insert(path.clone(), t);
-                    }
-                    Err(e) => {
-                        let at = e.utf8_error().valid_up_to();
-                        read.not_utf8.push(path.clone());
-                        read.notes.insert(
-                        path.clone(),
-                        format!("the source is not UTF-8 (an invalid byte at offset {at}): lines are shown by number only"),
-                    );
-                    }
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                read.missing.push(path.clone());
-                read.notes
-                    .insert(path.clone(), "the source was not found under the source tree".into());
-            }
-            Err(e) => {
-                read.missing.push(path.clone());
-                read.notes
-                    .insert(path.clone(), format!("the source cannot be read: {e}"));
-            }
+        if let Some(t) = read_one(root, path, &mut read) {
+            read.texts.insert(path.clone(), t);
         }
     }
     read
+}
+
+/// An absolute coverage path under the root, as the coverage's `relative_files` would have
+/// written it; any other path as it is.
+fn relative_to(root: &Path, path: &str) -> String {
+    match Path::new(path).strip_prefix(root) {
+        Ok(rel) if Path::new(path).is_absolute() => rel.to_string_lossy().replace('\\', "/"),
+        _ => path.to_string(),
+    }
+}
+
+/// The source of one measured file under `root`, or None with the reason noted in `read`.
+/// A path outside the root, or climbing out of it (`..`, a symbolic link), is never read.
+fn read_one(root: &Path, path: &str, read: &mut Read) -> Option<String> {
+    let rel = Path::new(path);
+    let climbs = rel.is_absolute()
+        || rel
+            .components()
+            .any(|c| matches!(c, Component::ParentDir | Component::Prefix(_) | Component::RootDir));
+    let full = root.join(rel);
+    // A path that does not resolve is not read either: it is missing.
+    let inside = !climbs
+        && match std::fs::canonicalize(&full) {
+            Ok(c) => c.starts_with(root),
+            Err(_) => true,
+        };
+    if !inside {
+        read.outside.push(path.to_string());
+        read.notes
+            .insert(path.to_string(), "outside the source tree: not read".into());
+        return None;
+    }
+    match std::fs::read(&full) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                let at = e.utf8_error().valid_up_to();
+                read.not_utf8.push(path.to_string());
+                read.notes.insert(
+                    path.to_string(),
+                    format!("the source is not UTF-8 (an invalid byte at offset {at}): lines are shown by number only"),
+                );
+                None
+            }
+        },
+        Err(e) => {
+            read.missing.push(path.to_string());
+            let why = if e.kind() == std::io::ErrorKind::NotFound {
+                "the source was not found under the source tree".to_string()
+            } else {
+                format!("the source cannot be read: {e}")
+            };
+            read.notes.insert(path.to_string(), why);
+            None
+        }
+    }
+}
+
+/// A coverage.json mapped and read one file at a time, each file judged as it is read and
+/// then dropped: the map's memory is its own, not the coverage's. None when the coverage is
+/// not a coverage.json that can be mapped (the whole coverage is read instead).
+#[allow(clippy::too_many_arguments)]
+fn streamed(
+    sources: &EvidenceSources,
+    ledger: &Ledger,
+    config: &crate::gate::config::Config,
+    root: &Path,
+    keep_texts: bool,
+    today: NaiveDate,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<Option<(BlindnessMap, render::Sources)>> {
+    let Some(cov_path) = sources.coverage.as_deref().filter(|p| p.is_file()) else {
+        return Ok(None);
+    };
+    if !looks_like_json(cov_path) {
+        return Ok(None);
+    }
+    // The other parts first: the probe and the head results judge the tests.
+    let rest = EvidenceSources {
+        dir: None,
+        coverage: None,
+        ..sources.clone()
+    };
+    let loaded = load_every_file(&rest, Some(ledger)).evidence;
+    for p in &loaded.problems {
+        notes.push(format!("not used: {p}"));
+    }
+    let judging = blindness::Judging {
+        ledger,
+        stab: Stabilities::new(loaded.probe.as_ref(), None),
+        results: loaded.results.as_ref(),
+        policy: &config.policy,
+        today,
+    };
+    let mut mapper = blindness::Mapper::new(judging, Default::default());
+    let mut read = Read {
+        texts: BTreeMap::new(),
+        notes: BTreeMap::new(),
+        outside: Vec::new(),
+        missing: Vec::new(),
+        not_utf8: Vec::new(),
+    };
+    let matcher = crate::gate::coverage::PathMatcher::every_file();
+    let cov = crate::evidence::read_json_mapped_each(cov_path, &matcher, &mut |path, fc| {
+        let path = relative_to(root, &path);
+        let text = read_one(root, &path, &mut read);
+        mapper.add_file(&path, &fc, text.as_deref());
+        if let (true, Some(t)) = (keep_texts, text) {
+            read.texts.insert(path, t);
+        }
+    });
+    let Some(cov) = cov else {
+        return Ok(None);
+    };
+    let cov = cov?;
+    let name = cov_path.display().to_string();
+    let mut map = mapper.finish(&name, &cov)?;
+    notes.extend(read.summary_notes(root));
+    finish_notes(&mut map, &read, loaded.probe.is_none(), std::mem::take(notes));
+    Ok(Some((
+        map,
+        render::Sources {
+            texts: read.texts,
+            notes: read.notes,
+        },
+    )))
+}
+
+/// Does the file start like a JSON object (not a SQLite database, not an LCOV tracefile)?
+fn looks_like_json(path: &Path) -> bool {
+    use std::io::Read as _;
+    let mut head = [0u8; 64];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    head[..n].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+}
+
+/// The notes of the map and of its files.
+fn finish_notes(map: &mut BlindnessMap, read: &Read, no_stability: bool, mut notes: Vec<String>) {
+    if no_stability {
+        notes.push(
+            "no probe in the evidence and no --history: only the ledger says which tests are not witnesses".into(),
+        );
+    }
+    for f in &mut map.files {
+        f.note = read.notes.get(&f.path).cloned();
+    }
+    map.notes.extend(notes);
 }
 
 /// The flake history's judgement of every test the coverage names.

@@ -419,6 +419,30 @@ pub fn read_json_mapped(path: &Path, matcher: &PathMatcher) -> Result<Coverage, 
     coverage::json::read_json_slice(&name, &map, matcher, &mut |n| behind.release(n))
 }
 
+/// [`read_json_mapped`] handing each selected file to `each` as it is read, not keeping it
+/// (`gate::coverage::json::read_json_slice_each`): the whole suite's coverage in the memory
+/// of one file's. A file that cannot be mapped is refused (None): read it whole instead.
+pub fn read_json_mapped_each(
+    path: &Path,
+    matcher: &PathMatcher,
+    each: &mut dyn FnMut(String, crate::gate::coverage::FileCoverage),
+) -> Option<Result<Coverage, InputError>> {
+    let f = std::fs::File::open(path).ok()?;
+    if !f.metadata().is_ok_and(|m| m.is_file() && m.len() > 0) {
+        return None;
+    }
+    // SAFETY: as in `read_coverage`: nobody writes the report while it is read.
+    let map = unsafe { memmap2::Mmap::map(&f) }.ok()?;
+    let mut behind = Behind { map: &map, done: 0 };
+    Some(coverage::json::read_json_slice_each(
+        &display(path),
+        &map,
+        matcher,
+        &mut |n| behind.release(n),
+        each,
+    ))
+}
+
 /// How much of a mapping the hashing thread hashes at once.
 const HASH_STEP: usize = 4 << 20;
 /// Each thread gives back the pages of the mapping it has passed this many bytes at a time.

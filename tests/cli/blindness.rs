@@ -318,3 +318,14 @@ fn the_ledger_defaults_to_the_configs_path_and_a_missing_directory_is_named() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-dir"));
 }
+
+#[test]
+fn the_map_read_one_file_at_a_time_is_the_map_read_whole() {
+    // Without --history the coverage.json is read a file at a time; with a (new, empty)
+    // history it is read whole first, as for a `.coverage` or LCOV.
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("history.db");
+    let streamed = json_of(&shop(&["--format", "json"]));
+    let whole = json_of(&shop(&["--format", "json", "--history", &path(&history)]));
+    assert_eq!(streamed, whole);
+}

@@ -69,19 +69,20 @@ pub struct BlindnessInput<'a> {
     pub today: NaiveDate,
 }
 
+/// What judges each test, for every file of one map.
+#[derive(Debug, Clone, Copy)]
+pub struct Judging<'a> {
+    pub ledger: &'a Ledger,
+    pub stab: Stabilities<'a>,
+    pub results: Option<&'a TestResults>,
+    pub policy: &'a Policy,
+    pub today: NaiveDate,
+}
+
 /// Compute the map. The one error: coverage without per-test contexts, which cannot say
 /// who witnesses anything.
 pub fn map(input: &BlindnessInput<'_>) -> Result<BlindnessMap, InputError> {
     let cov = input.coverage;
-    if !cov.has_test_contexts {
-        return Err(InputError::new(
-            Location::file(input.coverage_file),
-            "this coverage has no per-test contexts, and the blindness map needs per-test coverage: \
-             run pytest with `--cov-context=test` (coverage.py `[run] dynamic_context = test_function`) \
-             and write `coverage json --show-contexts`, or LCOV with a `TN:` name per test",
-        ));
-    }
-    let no_results = BTreeSet::new();
     let unjoined = match input.results {
         Some(res) if cov.format.id_kind() != crate::gate::nodeid::IdKind::PytestNode => cov
             .files
@@ -90,111 +91,179 @@ pub fn map(input: &BlindnessInput<'_>) -> Result<BlindnessMap, InputError> {
             .filter(|t| !res.tests.contains_key(*t))
             .cloned()
             .collect(),
-        _ => no_results,
+        _ => BTreeSet::new(),
     };
-    // Each test is classified once, however many lines it witnesses.
-    let cache: RefCell<HashMap<TestId, WitnessStatus>> = RefCell::new(HashMap::new());
-    let classify = |t: &TestId| -> WitnessStatus {
-        if let Some(s) = cache.borrow().get(t) {
-            return *s;
-        }
-        let s = classify_test(t, input.ledger, input.stab, input.results, &unjoined);
-        cache.borrow_mut().insert(t.clone(), s);
-        s
+    let judging = Judging {
+        ledger: input.ledger,
+        stab: input.stab,
+        results: input.results,
+        policy: input.policy,
+        today: input.today,
     };
-    let mut files = Vec::with_capacity(cov.files.len());
-    let mut only: BTreeMap<TestId, BTreeMap<String, Vec<u32>>> = BTreeMap::new();
-    let mut blind_by_test: BTreeMap<TestId, usize> = BTreeMap::new();
+    let mut mapper = Mapper::new(judging, unjoined);
     for (path, fc) in &cov.files {
-        let fb = map_file(path, fc, input, &classify);
+        mapper.add_file(path, fc, input.sources.get(path).map(String::as_str));
+    }
+    mapper.finish(input.coverage_file, cov)
+}
+
+/// The map built one file at a time (a reader hands each file over as it reads it, and
+/// only the file's line states are kept): [`Mapper::add_file`], then [`Mapper::finish`].
+pub struct Mapper<'a> {
+    judging: Judging<'a>,
+    unjoined: BTreeSet<TestId>,
+    /// Each test is classified once, however many lines it witnesses.
+    cache: RefCell<HashMap<TestId, WitnessStatus>>,
+    files: Vec<FileBlindness>,
+    only: BTreeMap<TestId, BTreeMap<String, Vec<u32>>>,
+    blind_by_test: BTreeMap<TestId, usize>,
+    /// Every test the coverage names.
+    known: BTreeSet<TestId>,
+}
+
+impl<'a> Mapper<'a> {
+    /// `unjoined`: the coverage's tests no head result names, when its ids are not pytest's
+    /// (as `check` computes them).
+    pub fn new(judging: Judging<'a>, unjoined: BTreeSet<TestId>) -> Self {
+        Mapper {
+            judging,
+            unjoined,
+            cache: RefCell::new(HashMap::new()),
+            files: Vec::new(),
+            only: BTreeMap::new(),
+            blind_by_test: BTreeMap::new(),
+            known: BTreeSet::new(),
+        }
+    }
+
+    /// Judge every line of one measured file (`source`: its text, when it could be read).
+    pub fn add_file(&mut self, path: &str, fc: &FileCoverage, source: Option<&str>) {
+        for t in &fc.tests {
+            if !self.known.contains(t) {
+                self.known.insert(t.clone());
+            }
+        }
+        let j = self.judging;
+        let classify = |t: &TestId| -> WitnessStatus {
+            if let Some(s) = self.cache.borrow().get(t) {
+                return *s;
+            }
+            let s = classify_test(t, j.ledger, j.stab, j.results, &self.unjoined);
+            self.cache.borrow_mut().insert(t.clone(), s);
+            s
+        };
+        let fb = map_file(path, fc, source, j.policy.run_phase_only, &classify);
         for b in &fb.blind_lines {
             for t in &b.tests {
-                *blind_by_test.entry(t.clone()).or_default() += 1;
+                *self.blind_by_test.entry(t.clone()).or_default() += 1;
             }
             if let [t] = b.tests.as_slice() {
-                only.entry(t.clone())
+                self.only
+                    .entry(t.clone())
                     .or_default()
-                    .entry(path.clone())
+                    .entry(path.to_string())
                     .or_default()
                     .push(b.line);
             }
         }
-        files.push(fb);
+        self.files.push(fb);
     }
-    // Every not-stable witness of some line, blind or not.
-    let cache = cache.into_inner();
-    let mut tests: Vec<TestBlindness> = cache
-        .iter()
-        .filter(|(_, s)| !s.is_stable())
-        .map(|(t, s)| {
-            let mut only_witness: Vec<FileLines> = only
-                .remove(t)
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(path, lines)| FileLines {
-                    path,
-                    lines: lines.len(),
-                    ranges: ranges(&lines),
-                })
-                .collect();
-            only_witness.sort_by(|a, b| b.lines.cmp(&a.lines).then_with(|| a.path.cmp(&b.path)));
-            TestBlindness {
-                test: t.clone(),
-                status: *s,
-                freeze: input
+
+    /// The map, once every file was added; `cov` says what the whole read found (its
+    /// `files` are not read again).
+    pub fn finish(self, coverage_file: &str, cov: &Coverage) -> Result<BlindnessMap, InputError> {
+        if !cov.has_test_contexts {
+            return Err(InputError::new(
+                Location::file(coverage_file),
+                "this coverage has no per-test contexts, and the blindness map needs per-test coverage: \
+                 run pytest with `--cov-context=test` (coverage.py `[run] dynamic_context = test_function`) \
+                 and write `coverage json --show-contexts`, or LCOV with a `TN:` name per test",
+            ));
+        }
+        let Mapper {
+            judging,
+            cache,
+            mut files,
+            mut only,
+            blind_by_test,
+            known,
+            ..
+        } = self;
+        // Every not-stable witness of some line, blind or not.
+        let mut tests: Vec<TestBlindness> = cache
+            .into_inner()
+            .into_iter()
+            .filter(|(_, s)| !s.is_stable())
+            .map(|(t, s)| {
+                let mut only_witness: Vec<FileLines> = only
+                    .remove(&t)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(path, lines)| FileLines {
+                        path,
+                        lines: lines.len(),
+                        ranges: ranges(&lines),
+                    })
+                    .collect();
+                only_witness.sort_by(|a, b| b.lines.cmp(&a.lines).then_with(|| a.path.cmp(&b.path)));
+                let freeze = judging
                     .ledger
-                    .entries_for(t)
+                    .entries_for(&t)
                     .next()
-                    .map(|e| FreezeRef::of(e, input.today)),
-                blind_lines: blind_by_test.get(t).copied().unwrap_or(0),
-                only_witness_lines: only_witness.iter().map(|f| f.lines).sum(),
-                only_witness,
-            }
+                    .map(|e| FreezeRef::of(e, judging.today));
+                TestBlindness {
+                    freeze,
+                    blind_lines: blind_by_test.get(&t).copied().unwrap_or(0),
+                    only_witness_lines: only_witness.iter().map(|f| f.lines).sum(),
+                    only_witness,
+                    status: s,
+                    test: t,
+                }
+            })
+            .collect();
+        tests.sort_by(|a, b| {
+            (b.only_witness_lines, b.blind_lines)
+                .cmp(&(a.only_witness_lines, a.blind_lines))
+                .then_with(|| a.test.cmp(&b.test))
+        });
+        let owners = owners(&files, judging.ledger);
+        let freezes_with_no_coverage = judging
+            .ledger
+            .entries
+            .iter()
+            .filter(|e| !known.iter().any(|t| e.covers(t)))
+            .map(|e| FreezeRef::of(e, judging.today))
+            .collect();
+        files.sort_by(|a, b| b.blind.cmp(&a.blind).then_with(|| a.path.cmp(&b.path)));
+        let totals = Totals {
+            files: files.len(),
+            witnessed: files.iter().map(|f| f.witnessed).sum(),
+            blind: files.iter().map(|f| f.blind).sum(),
+            uncovered: files.iter().map(|f| f.uncovered).sum(),
+        };
+        Ok(BlindnessMap {
+            schema: SCHEMA.to_string(),
+            today: judging.today,
+            coverage_format: cov.format,
+            totals,
+            files,
+            tests,
+            owners,
+            freezes_with_no_coverage,
+            notes: Vec::new(),
         })
-        .collect();
-    tests.sort_by(|a, b| {
-        (b.only_witness_lines, b.blind_lines)
-            .cmp(&(a.only_witness_lines, a.blind_lines))
-            .then_with(|| a.test.cmp(&b.test))
-    });
-    let owners = owners(&files, input);
-    let known: BTreeSet<&TestId> = cov.files.values().flat_map(|f| f.tests.iter()).collect();
-    let freezes_with_no_coverage = input
-        .ledger
-        .entries
-        .iter()
-        .filter(|e| !known.iter().any(|t| e.covers(t)))
-        .map(|e| FreezeRef::of(e, input.today))
-        .collect();
-    files.sort_by(|a, b| b.blind.cmp(&a.blind).then_with(|| a.path.cmp(&b.path)));
-    let totals = Totals {
-        files: files.len(),
-        witnessed: files.iter().map(|f| f.witnessed).sum(),
-        blind: files.iter().map(|f| f.blind).sum(),
-        uncovered: files.iter().map(|f| f.uncovered).sum(),
-    };
-    Ok(BlindnessMap {
-        schema: SCHEMA.to_string(),
-        today: input.today,
-        coverage_format: cov.format,
-        totals,
-        files,
-        tests,
-        owners,
-        freezes_with_no_coverage,
-        notes: Vec::new(),
-    })
+    }
 }
 
 /// One file's lines, each judged as a changed line would be.
 fn map_file(
     path: &str,
     fc: &FileCoverage,
-    input: &BlindnessInput<'_>,
+    text: Option<&str>,
+    run_phase_only: bool,
     classify: &dyn Fn(&TestId) -> WitnessStatus,
 ) -> FileBlindness {
-    let text = input.sources.get(path);
-    let source = text.map(|t| SourceMap::parse(t));
+    let source = text.map(SourceMap::parse);
     // The `.coverage` data file lists no statements: with the source, they are coverage.py's.
     let classified;
     let fc = match text.filter(|_| !fc.has_statements && path.ends_with(".py")) {
@@ -235,14 +304,7 @@ fn map_file(
                 .map_or_else(String::new, |s| s.to_string()),
             scope: Scope::Unknown,
         };
-        let (class, ws) = classify_line(
-            fc,
-            source.as_ref(),
-            &al,
-            &mut bodies,
-            input.policy.run_phase_only,
-            classify,
-        );
+        let (class, ws) = classify_line(fc, source.as_ref(), &al, &mut bodies, run_phase_only, classify);
         match class {
             LineClass::Stable => out.witnessed_lines.push(line),
             LineClass::FrozenOnly => out.blind_lines.push(BlindLine {
@@ -260,9 +322,9 @@ fn map_file(
 }
 
 /// Every owner of a ledger entry: the blind lines a test they froze witnesses.
-fn owners(files: &[FileBlindness], input: &BlindnessInput<'_>) -> Vec<OwnerBlindness> {
+fn owners(files: &[FileBlindness], ledger: &Ledger) -> Vec<OwnerBlindness> {
     let mut by_owner: BTreeMap<&str, OwnerBlindness> = BTreeMap::new();
-    for e in &input.ledger.entries {
+    for e in &ledger.entries {
         let o = by_owner.entry(e.owner.as_str()).or_insert_with(|| OwnerBlindness {
             owner: e.owner.clone(),
             blind_lines: 0,
@@ -281,7 +343,7 @@ fn owners(files: &[FileBlindness], input: &BlindnessInput<'_>) -> Vec<OwnerBlind
             for t in &b.tests {
                 let os = owner_of
                     .entry(t)
-                    .or_insert_with(|| input.ledger.entries_for(t).map(|e| e.owner.as_str()).collect());
+                    .or_insert_with(|| ledger.entries_for(t).map(|e| e.owner.as_str()).collect());
                 owners.extend(os.iter().copied());
             }
             for o in owners {

@@ -226,3 +226,34 @@ fn ranges_join_consecutive_lines() {
     assert_eq!(ranges(&[]), []);
     assert_eq!(ranges(&[3, 4, 5, 9, 11, 12]), [(3, 5), (9, 9), (11, 12)]);
 }
+
+#[test]
+fn a_map_built_file_by_file_as_the_reader_hands_them_over_is_the_same() {
+    let ledger = parse_ledger("flake-ledger.json", LEDGER, None).unwrap();
+    let whole = shop_map(&ledger, &Policy::default(), &BTreeMap::new());
+    let probe = probe();
+    let policy = Policy::default();
+    let judging = Judging {
+        ledger: &ledger,
+        stab: Stabilities::new(Some(&probe), None),
+        results: None,
+        policy: &policy,
+        today: today(),
+    };
+    let mut mapper = Mapper::new(judging, BTreeSet::new());
+    let mut handed = 0;
+    let cov = crate::gate::coverage::json::read_json_slice_each(
+        "coverage.json",
+        COVERAGE.as_bytes(),
+        &PathMatcher::every_file(),
+        &mut |_| {},
+        &mut |path, fc| {
+            handed += 1;
+            mapper.add_file(&path, &fc, None);
+        },
+    )
+    .unwrap();
+    assert!(cov.files.is_empty(), "nothing kept");
+    assert_eq!(handed, 5);
+    assert_eq!(mapper.finish("coverage.json", &cov).unwrap(), whole);
+}
