@@ -207,13 +207,11 @@ fn sources_outside_missing_or_not_utf8_are_named_never_read_and_never_fatal() {
     // The source tree: refunds.py in Latin-1, cart.py missing, the rest as the project has it.
     let src = dir.path().join("tree");
     std::fs::create_dir_all(src.join("src/shop")).unwrap();
-    for f in ["pricing.py"] {
-        std::fs::copy(
-            root().join("tests/fixtures/project/src/shop").join(f),
-            src.join("src/shop").join(f),
-        )
-        .unwrap();
-    }
+    std::fs::copy(
+        root().join("tests/fixtures/project/src/shop/pricing.py"),
+        src.join("src/shop/pricing.py"),
+    )
+    .unwrap();
     let refunds = std::fs::read_to_string(root().join("tests/fixtures/project/src/shop/refunds.py")).unwrap();
     let mut latin1 = refunds.into_bytes();
     latin1.extend_from_slice(b"# caf\xe9\n");
