@@ -1,10 +1,10 @@
 //! The blindness map: for a full suite's per-test coverage, which code nobody is watching.
 //!
 //! Every line of every measured file is judged as the gate would judge it if a patch changed
-//! it (the same [`crate::gate::attribution::classify_line`]: statements, `def`/`class`
+//! it (the same `gate::attribution::classify_line`: statements, `def`/`class`
 //! headers witnessed by their bodies, excluded and import-time lines, the policy's
 //! `run_phase_only`, each witness classified by
-//! [`crate::gate::attribution::classify_test`] against the ledger, the probe, the flake
+//! `gate::attribution::classify_test` against the ledger, the probe, the flake
 //! history and the head results):
 //!
 //! - *witnessed*: some witness is stable;

@@ -23,7 +23,7 @@ pub struct BlindnessSummary {
 pub struct OwnerSummary {
     pub owner: String,
     pub blind_lines: usize,
-    /// At most [`TOP_FILES`] files, most blind lines first: (path, blind lines).
+    /// At most three files (`TOP_FILES`), most blind lines first: (path, blind lines).
     pub top_files: Vec<(String, usize)>,
     pub soonest_expiry: Option<NaiveDate>,
 }
