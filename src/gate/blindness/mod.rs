@@ -37,7 +37,7 @@ use crate::gate::coverage::{Coverage, FileCoverage};
 use crate::gate::error::{InputError, Location};
 use crate::gate::history::Stabilities;
 use crate::gate::ledger::Ledger;
-use crate::gate::nodeid::TestId;
+use crate::gate::nodeid::{Phase, TestId};
 use crate::gate::patch::{AddedLine, Scope};
 use crate::gate::report::{LineClass, WitnessStatus};
 use crate::gate::results::TestResults;
@@ -295,7 +295,29 @@ fn map_file(
         uncovered_lines: Vec::new(),
         note: None,
     };
+    // A line one of whose own witnesses is stable is witnessed whatever else runs it, as
+    // `classify_line` finds (its statement's and body's witnesses only add to the line's own):
+    // decided here without gathering and copying every witness of the line.
+    let witnessed_by_itself = |line: u32| -> bool {
+        if fc.excluded.contains(&line) {
+            return false;
+        }
+        if let Some(src) = &source {
+            match src.statement_of(line) {
+                Some((first, _)) if !fc.excluded.contains(&first) => {}
+                _ => return false,
+            }
+        }
+        fc.witnesses.get(&line).is_some_and(|ws| {
+            ws.iter()
+                .any(|(t, phases)| (!run_phase_only || phases.contains(&Phase::Run)) && classify(t).is_stable())
+        })
+    };
     for line in lines {
+        if witnessed_by_itself(line) {
+            out.witnessed_lines.push(line);
+            continue;
+        }
         let al = AddedLine {
             line,
             text: (line as usize)
