@@ -5,6 +5,7 @@
 //! INCONCLUSIVE (or what a subcommand documents), 2 unusable input. Every
 //! error is unusable input: `main` prints it with its whole chain of causes.
 
+mod blindness;
 mod check;
 mod history;
 mod history_file;
@@ -44,6 +45,8 @@ pub struct Cli {
 pub enum SchemaOf {
     Config,
     Ledger,
+    /// The JSON of `flakegate blindness --format json`.
+    Blindness,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -72,6 +75,9 @@ impl ColorWhen {
 pub enum Cmd {
     /// Decide whether a patch has evidence: PASS, PASS_WITH_CAVEAT, INCONCLUSIVE or FAIL.
     Check(check::CheckArgs),
+    /// The blindness map: for every line of a full-suite run's coverage, whether a stable test
+    /// witnesses it, only frozen or unstable ones (blind: who, until when), or none.
+    Blindness(blindness::BlindnessArgs),
     /// The flake history: record evidence into it, show what it knows of a test, list unstable tests.
     #[command(subcommand)]
     History(history::HistoryCmd),
@@ -85,7 +91,8 @@ pub enum Cmd {
     /// Create the GitHub App with GitHub's manifest flow, from a page served on 127.0.0.1, and
     /// write its id, private key and webhook secret to an env file (or print `fly secrets set`).
     Setup(setup::SetupArgs),
-    /// Print the JSON Schema of `.github/flakegate.yml` (`config`) or of the ledger (`ledger`),
+    /// Print the JSON Schema of `.github/flakegate.yml` (`config`), of the ledger (`ledger`) or
+    /// of `flakegate blindness`'s JSON (`blindness`),
     /// for an editor's completion and checking (the files under `schemas/` are these).
     Schema {
         #[arg(value_enum)]
@@ -107,6 +114,7 @@ pub enum Cmd {
 /// Run the command line; returns the exit status.
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
+        Cmd::Blindness(args) => blindness::run(args),
         Cmd::Check(args) => check::run(args, cli.color),
         Cmd::History(cmd) => history::run(cmd),
         Cmd::Ledger(cmd) => ledger::run(cmd),
@@ -123,6 +131,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             let schema = match of {
                 SchemaOf::Config => schemars::schema_for!(Config),
                 SchemaOf::Ledger => schemars::schema_for!(crate::gate::ledger::LedgerFile),
+                SchemaOf::Blindness => schemars::schema_for!(crate::gate::blindness::BlindnessMap),
             };
             println!("{}", serde_json::to_string_pretty(&schema)?);
             Ok(0)

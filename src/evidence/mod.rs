@@ -198,6 +198,12 @@ pub fn load_evidence(
     }
 }
 
+/// Read the evidence with the coverage of every file it measured and every line's witnesses
+/// (not only a patch's): what the blindness map needs. Never fails, as [`load_evidence`].
+pub fn load_every_file(sources: &EvidenceSources, ledger: Option<&Ledger>) -> Loaded {
+    read_evidence(&sources.clone().resolve(), &PathMatcher::every_file(), ledger)
+}
+
 /// [`load_evidence`]'s reading, for the lines `matcher` keeps.
 fn read_evidence(sources: &EvidenceSources, matcher: &PathMatcher, ledger: Option<&Ledger>) -> Loaded {
     let mut out = Loaded::default();
@@ -411,6 +417,30 @@ pub fn read_json_mapped(path: &Path, matcher: &PathMatcher) -> Result<Coverage, 
     let map = unsafe { memmap2::Mmap::map(&f) }.map_err(cannot)?;
     let mut behind = Behind { map: &map, done: 0 };
     coverage::json::read_json_slice(&name, &map, matcher, &mut |n| behind.release(n))
+}
+
+/// [`read_json_mapped`] handing each selected file to `each` as it is read, not keeping it
+/// (`gate::coverage::json::read_json_slice_each`): the whole suite's coverage in the memory
+/// of one file's. A file that cannot be mapped is refused (None): read it whole instead.
+pub fn read_json_mapped_each(
+    path: &Path,
+    matcher: &PathMatcher,
+    each: &mut dyn FnMut(String, crate::gate::coverage::FileCoverage),
+) -> Option<Result<Coverage, InputError>> {
+    let f = std::fs::File::open(path).ok()?;
+    if !f.metadata().is_ok_and(|m| m.is_file() && m.len() > 0) {
+        return None;
+    }
+    // SAFETY: as in `read_coverage`: nobody writes the report while it is read.
+    let map = unsafe { memmap2::Mmap::map(&f) }.ok()?;
+    let mut behind = Behind { map: &map, done: 0 };
+    Some(coverage::json::read_json_slice_each(
+        &display(path),
+        &map,
+        matcher,
+        &mut |n| behind.release(n),
+        each,
+    ))
 }
 
 /// How much of a mapping the hashing thread hashes at once.

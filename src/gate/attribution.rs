@@ -609,7 +609,7 @@ fn witnesses_over(cov: &FileCoverage, first: u32, last: u32) -> LineWitnesses {
 /// decorators, signature — as the definition: witnessed by the tests that ran its
 /// body, besides any that ran the header itself, provided coverage saw the
 /// definition run. A line that ran only at import time is `import_time`.
-fn classify_line(
+pub(crate) fn classify_line(
     cov: &FileCoverage,
     source: Option<&SourceMap>,
     al: &crate::gate::patch::AddedLine,

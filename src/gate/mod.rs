@@ -17,11 +17,13 @@
 //! [`config`] and [`codeowners`]; `trust` holds the trust rules and the test
 //! weakenings; `inert` makes untrusted strings safe to show; `nodeid` is
 //! pytest's node ids and coverage contexts; [`error`] is [`InputError`] and its
-//! [`Location`].
+//! [`Location`]. [`blindness`] maps a whole suite's coverage: which code only frozen or
+//! unstable tests witness.
 //!
 //! This file only declares the modules and re-exports what the faces use most.
 
 pub(crate) mod attribution;
+pub mod blindness;
 pub mod codeowners;
 pub mod config;
 pub mod coverage;

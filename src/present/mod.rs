@@ -7,6 +7,7 @@
 
 mod actions;
 pub(crate) mod annotations;
+pub(crate) mod blindness;
 pub(crate) mod check_run;
 pub mod comment;
 pub(crate) mod expired_freezes;

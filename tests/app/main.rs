@@ -4,6 +4,7 @@
 //! (`tests/fixtures/github/`), and the deployment files. One test binary: each file here is a
 //! module; `support` holds the fakes and the harness.
 
+mod blindness_report;
 mod corpus;
 mod deploy;
 mod end_to_end;

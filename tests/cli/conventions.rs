@@ -173,12 +173,13 @@ fn errors(v: &jsonschema::Validator, doc: &serde_json::Value) -> Vec<String> {
 }
 
 /// The committed schemas are what this build generates from its types: regenerate them with
-/// `flakegate schema config > schemas/flakegate.schema.json` (and `ledger`).
+/// `flakegate schema config > schemas/flakegate.schema.json` (and `ledger`, `blindness`).
 #[test]
 fn the_committed_schemas_are_generated_from_the_code() {
     for (of, file) in [
         ("config", "flakegate.schema.json"),
         ("ledger", "flake-ledger.schema.json"),
+        ("blindness", "blindness.schema.json"),
     ] {
         let o = flakegate(&["schema", of], &[]);
         assert_eq!(o.status.code(), Some(0));

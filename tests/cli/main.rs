@@ -3,6 +3,7 @@
 //! checked. One test binary: each file here is a module.
 
 mod bad_input;
+mod blindness;
 mod check;
 mod conventions;
 mod corpus;

@@ -28,6 +28,8 @@ struct State<'m> {
     pub ctx: ContextCollector,
     pub saw_files: bool,
     pub meta: Option<Meta>,
+    /// Where each selected file goes once read, instead of `files` ([`read_json_slice_each`]).
+    pub sink: Option<&'m mut dyn FnMut(String, FileCoverage)>,
 }
 
 impl<'m> State<'m> {
@@ -40,6 +42,16 @@ impl<'m> State<'m> {
             ctx: ContextCollector::for_matcher(matcher),
             saw_files: false,
             meta: None,
+            sink: None,
+        }
+    }
+
+    /// A selected file, read: into `files` (merged with an earlier entry of the same
+    /// repository path), or handed to the sink.
+    fn add(&mut self, coverage_path: &str, mapped: (String, bool), fc: FileCoverage) {
+        match self.sink.as_mut() {
+            Some(sink) => sink(mapped.0, fc),
+            None => insert_file(&mut self.files, &mut self.mapped_paths, coverage_path, mapped, fc),
         }
     }
 }
@@ -186,7 +198,7 @@ impl<'de> Visitor<'de> for FilesSeed<'_, '_> {
                         fc: &mut fc,
                         ctx: &mut st.ctx,
                     })?;
-                    insert_file(&mut st.files, &mut st.mapped_paths, &coverage_path, mapped, fc);
+                    st.add(&coverage_path, mapped, fc);
                 }
                 PathKind::Skipped if !st.ctx.seen_test() => {
                     map.next_value_seed(ScanFile { ctx: &mut st.ctx })?;
@@ -584,6 +596,32 @@ pub fn read_json_slice(
     consumed: &mut dyn FnMut(usize),
 ) -> Result<Coverage, InputError> {
     read_json_slice_steps(file, bytes, matcher, consumed, scan::SLICE_STEP, scan::BUFFER_AT_MOST)
+}
+
+/// [`read_json_slice`] handing each selected file to `each` as soon as it is read, instead of
+/// keeping it: the memory is one file's coverage at a time, whatever the report's size. The
+/// [`Coverage`] returned has no files; the rest (`has_test_contexts`, `measured_files`, …) is
+/// as [`read_json_slice`]'s. Two report entries that name one path reach `each` one by one.
+/// Lines of a file handed over before the report showed a static context prefix are not
+/// marked import-time (they ran under no test context either way).
+pub fn read_json_slice_each(
+    file: &str,
+    bytes: &[u8],
+    matcher: &PathMatcher,
+    consumed: &mut dyn FnMut(usize),
+    each: &mut dyn FnMut(String, FileCoverage),
+) -> Result<Coverage, InputError> {
+    let mut state = State::new(matcher);
+    state.sink = Some(each);
+    scan::scan_slice(
+        file,
+        bytes,
+        consumed,
+        &mut state,
+        scan::SLICE_STEP,
+        scan::BUFFER_AT_MOST,
+    )?;
+    finish(file, state)
 }
 
 /// [`read_json`] with its block size and the largest buffered value given

@@ -119,6 +119,8 @@ pub struct Coverage {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PathMatcher {
     repo_paths: BTreeSet<String>,
+    /// Every file of the coverage, under its own (normalised) name ([`PathMatcher::every_file`]).
+    every_file: bool,
     /// Repository path → the lines whose witnesses are kept; `None`: every line.
     keep: Option<BTreeMap<String, KeepLines>>,
 }
@@ -147,6 +149,18 @@ impl PathMatcher {
     pub fn new<'a>(paths: impl IntoIterator<Item = &'a str>) -> Self {
         PathMatcher {
             repo_paths: paths.into_iter().map(normalise).collect(),
+            every_file: false,
+            keep: None,
+        }
+    }
+
+    /// A matcher that selects every file the coverage measured, each under its own name
+    /// (`./` and `\` normalised), with every line's witnesses: the whole suite's coverage,
+    /// as the blindness map reads it.
+    pub fn every_file() -> Self {
+        PathMatcher {
+            repo_paths: BTreeSet::new(),
+            every_file: true,
             keep: None,
         }
     }
@@ -168,7 +182,7 @@ impl PathMatcher {
     /// Returns (path, mapped_by_suffix).
     pub fn map(&self, coverage_path: &str) -> Option<(String, bool)> {
         let p = normalise(coverage_path);
-        if self.repo_paths.contains(&p) {
+        if self.every_file || self.repo_paths.contains(&p) {
             return Some((p, false));
         }
         self.repo_paths

@@ -1,4 +1,5 @@
 pub mod app_harness;
+pub mod browser;
 pub mod fake_github;
 pub mod fake_issues;
 pub mod fake_manifest;

@@ -638,7 +638,7 @@ fn run<F: Feed>(
                             fc: &mut fc,
                             ctx: &mut state.ctx,
                         })?;
-                        super::insert_file(&mut state.files, &mut state.mapped_paths, &name, mapped, fc);
+                        state.add(&name, mapped, fc);
                         Ok(())
                     }
                     None if !state.ctx.seen_test() => sc.value(ScanFile { ctx: &mut state.ctx }),
