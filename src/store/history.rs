@@ -586,10 +586,14 @@ macro_rules! common_history_methods {
             let mut out: std::collections::HashMap<i64, (i64, i64, Option<i64>)> = Default::default();
             for chunk in ids.chunks(400) {
                 let list = (0..chunk.len()).map(|i| format!("${}", i + 2)).collect::<Vec<_>>().join(", ");
+                // Each a seek on the counts' key (test, day): the few days before the window, and
+                // the first day within it — never every day of a test.
                 let q = format!(
-                    "SELECT test_id, CAST(SUM(CASE WHEN day < $1 THEN passes ELSE 0 END) AS BIGINT), \
-                     CAST(SUM(CASE WHEN day < $1 THEN failures ELSE 0 END) AS BIGINT), MIN(CASE WHEN day >= $1 \
-                     THEN day END) FROM history_day_counts WHERE test_id IN ({list}) GROUP BY test_id"
+                    "SELECT t.id, CAST(COALESCE((SELECT SUM(d.passes) FROM history_day_counts d WHERE d.test_id = \
+                     t.id AND d.day < $1), 0) AS BIGINT), CAST(COALESCE((SELECT SUM(d.failures) FROM \
+                     history_day_counts d WHERE d.test_id = t.id AND d.day < $1), 0) AS BIGINT), (SELECT MIN(d.day) \
+                     FROM history_day_counts d WHERE d.test_id = t.id AND d.day >= $1) FROM history_tests t WHERE \
+                     t.id IN ({list})"
                 );
                 let mut query = sqlx::query_as::<Db, (i64, i64, i64, Option<i64>)>(&q).bind(from_day);
                 for id in chunk {

@@ -37,7 +37,10 @@ impl SqliteStore {
             .context("parsing the SQLite DATABASE_URL")?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
-            .busy_timeout(Duration::from_secs(10));
+            .busy_timeout(Duration::from_secs(10))
+            // 32 MiB of page cache per connection (SQLite's default is 2 MiB): a history read
+            // looks up hundreds of tests at random across the file (docs/performance.md).
+            .pragma("cache_size", "-32768");
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options)
