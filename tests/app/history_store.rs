@@ -152,7 +152,11 @@ async fn window_and_deletion(db: &Db) {
         (a.runs, a.failures, a.unstable_on.is_none(), a.on_base),
         (7, 0, true, (0, 0))
     );
-    assert_eq!(a.since, Some(day(-1)), "the window's first day with a count, not the dropped one");
+    assert_eq!(
+        a.since,
+        Some(day(-1)),
+        "the window's first day with a count, not the dropped one"
+    );
     let before = s.history_size().await.unwrap();
     let after = s.compact_history(now(), 90).await.unwrap();
     assert!(after < before, "compaction dropped the old rows ({before} → {after})");

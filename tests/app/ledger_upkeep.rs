@@ -699,3 +699,32 @@ async fn without_write_access_a_proposed_freeze_opens_the_issue_even_when_nothin
     assert!(body.contains("```diff"), "{body}");
     app.fake.verify().await;
 }
+
+#[tokio::test]
+async fn a_pull_request_a_person_closed_stays_closed_and_a_new_proposal_opens_another() {
+    let (app, _repo, upkeep) = setup("{}\n").await;
+    let _issues = crate::support::fake_issues::FakeIssues::mount(&app.fake, OWNER, NAME).await;
+    upkeep.set_main(&ledger(&[entry(FIXED, "@alice", "2026-11-18")]));
+    let head = upkeep.main_head();
+    record(&app, "run:77:1", FIXED, &head, 60, 0).await;
+    deliver_push(&app, 1).await;
+    let first = upkeep.pulls()[0].number;
+    upkeep.state.lock().unwrap().pulls.get_mut(&first).unwrap().state = "closed".into();
+    // The same proposal: the closed pull request is left closed, nothing is sent.
+    let writes = upkeep.writes();
+    deliver_push(&app, 2).await;
+    assert_eq!(upkeep.writes(), writes);
+    // New evidence changes the proposal: a new pull request, the closed one untouched.
+    record(&app, "run:78:1", STRAY, &head, 10, 2).await;
+    deliver_push(&app, 3).await;
+    let pulls = upkeep.pulls();
+    assert_eq!(pulls.len(), 2, "{pulls:?}");
+    assert_eq!(pulls[0].state, "closed");
+    assert_eq!(pulls[1].state, "open");
+    assert!(
+        pulls[1].body.contains(&format!("**freeze** `{STRAY}`")),
+        "{}",
+        pulls[1].body
+    );
+    app.fake.verify().await;
+}

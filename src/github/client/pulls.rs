@@ -20,6 +20,9 @@ pub struct OpenedPull {
     pub number: u64,
     #[serde(default)]
     pub html_url: Option<String>,
+    /// `open` or `closed` (merged ones too).
+    #[serde(default)]
+    pub state: Option<String>,
 }
 
 impl InstallationClient {

@@ -307,6 +307,10 @@ impl Worker {
             .map_err(store_err)?
             .and_then(|s| serde_json::from_str(&s).ok())
             .unwrap_or_default();
+        if plan.ledger.is_none() && state.pull.is_none() && state.branch_sha.is_none() {
+            // Nothing to propose, and nothing proposed before: no call at all.
+            return Ok(());
+        }
         let on_branch = t.client.branch_head(&t.repo, LEDGER_BRANCH).await;
         let on_branch = match on_branch {
             Ok(h) => h,
@@ -429,10 +433,13 @@ impl Worker {
                 blob.as_deref(),
             )
             .await?;
+        // The pull request last opened, while it is open: one a person closed or merged is
+        // theirs to keep closed, and a changed proposal opens a new one.
         let open = match known {
-            Some(n) => match t.client.update_pull(&t.repo, n, Some(body), Some("open")).await {
-                Ok(p) => Some(p.number),
-                Err(GithubError::NotFound(_)) => None,
+            Some(n) => match t.client.update_pull(&t.repo, n, Some(body), None).await {
+                Ok(p) if p.state.as_deref() != Some("closed") => Some(p.number),
+                Ok(_) | Err(GithubError::NotFound(_)) => None,
+                Err(GithubError::Fatal { status: Some(422), .. }) => None,
                 Err(e) => return Err(e),
             },
             None => None,
