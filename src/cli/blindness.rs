@@ -428,19 +428,12 @@ fn read_history(
     config: &crate::gate::config::Config,
     today: NaiveDate,
 ) -> anyhow::Result<crate::gate::history::History> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the runtime that reads the history")?;
-    runtime.block_on(async {
+    super::history_file::runtime()?.block_on(async {
         let store = super::history_file::open(path, repository).await?;
         let tests: Vec<_> = crate::gate::history::tests_of_interest(Some(coverage), ev.results.as_ref())
             .into_iter()
             .collect();
-        let now = today
-            .and_hms_opt(12, 0, 0)
-            .map(|d| d.and_utc())
-            .unwrap_or_else(chrono::Utc::now);
+        let now = super::history_file::noon(today);
         let query = crate::store::HistoryQuery {
             tests: &tests,
             base_sha: ev.meta.as_ref().and_then(|m| m.base_sha.as_deref()),

@@ -2,13 +2,12 @@
 //! same store and the same judgement the App uses (`store::Store`, `gate::history`).
 
 use super::check::CheckArgs;
-use super::history_file::{open, LOCAL_REPO_ID};
+use super::history_file::{noon, open, runtime, LOCAL_REPO_ID};
 use super::unusable;
 use crate::gate::history::{runs_to_recover, Stabilities, RECOVERY};
 use crate::gate::probe::Stability;
 use crate::gate::TestId;
 use crate::store::HistoryQuery;
-use anyhow::Context as _;
 use chrono::NaiveDate;
 use std::path::PathBuf;
 
@@ -77,19 +76,8 @@ pub fn run(cmd: HistoryCmd) -> anyhow::Result<i32> {
     }
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the runtime that reads the history")
-}
-
 fn now_of(file: &FileArgs) -> chrono::DateTime<chrono::Utc> {
-    let today = file.today.unwrap_or_else(super::today_utc);
-    today
-        .and_hms_opt(12, 0, 0)
-        .map(|d| d.and_utc())
-        .unwrap_or_else(chrono::Utc::now)
+    noon(file.today.unwrap_or_else(super::today_utc))
 }
 
 fn show(test: &str, file: &FileArgs) -> anyhow::Result<i32> {

@@ -36,6 +36,22 @@ pub struct HistoryArgs {
     pub fork: bool,
 }
 
+/// The runtime a command reads its history file with.
+pub(super) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the runtime that reads the history")
+}
+
+/// The moment a command judges its window as of: noon UTC of `today`.
+pub(super) fn noon(today: NaiveDate) -> chrono::DateTime<chrono::Utc> {
+    today
+        .and_hms_opt(12, 0, 0)
+        .map(|d| d.and_utc())
+        .unwrap_or_else(chrono::Utc::now)
+}
+
 /// The history of `check --history` / `history record`, with what recording needs.
 pub(super) async fn access(
     args: &HistoryArgs,
@@ -44,10 +60,7 @@ pub(super) async fn access(
     dir: Option<&Path>,
 ) -> anyhow::Result<HistoryAccess> {
     let store = open(path, args.repository.as_deref()).await?;
-    let now = today
-        .and_hms_opt(12, 0, 0)
-        .map(|d| d.and_utc())
-        .unwrap_or_else(chrono::Utc::now);
+    let now = noon(today);
     let record = args.record.then(|| {
         let run_id = env_number("GITHUB_RUN_ID");
         let attempt = env_number("GITHUB_RUN_ATTEMPT").and_then(|n| u32::try_from(n).ok());

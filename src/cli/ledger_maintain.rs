@@ -2,15 +2,14 @@
 //! teams without the App — the same plan the App proposes in its ledger pull request
 //! (`gate::ledger::maintain`), written to the ledger file and listed.
 
-use super::history_file::{open as open_history, LOCAL_REPO_ID};
+use super::history_file::{noon, open as open_history, runtime, LOCAL_REPO_ID};
 use super::ledger_file::{open, read_probe, LedgerOpts};
-use super::{freeze_days, unusable, write_atomic};
+use super::{unusable, write_atomic};
 use crate::gate::codeowners::{CodeOwners, CODEOWNERS_PATHS};
 use crate::gate::history::Stabilities;
 use crate::gate::ledger::maintain::{codeowner_of, plan, MaintainPolicy, Plan};
 use crate::gate::TestId;
 use crate::store::HistoryQuery;
-use anyhow::Context as _;
 use std::path::PathBuf;
 
 /// `flakegate ledger maintain`.
@@ -53,43 +52,31 @@ pub fn maintain(args: MaintainArgs) -> anyhow::Result<i32> {
         None => None,
     };
     let policy = MaintainPolicy {
-        warning_days: o.config.policy.expiry_warning_days,
-        freeze_days: freeze_days(None, &o.config)?,
-        max_freeze_days: o.config.policy.max_freeze_days,
         prune_runs: args.prune_runs,
+        ..MaintainPolicy::of(&o.config)
     };
     let window = o.config.history;
-    let now = o
-        .today
-        .and_hms_opt(12, 0, 0)
-        .map(|d| d.and_utc())
-        .unwrap_or_else(chrono::Utc::now);
+    let now = noon(o.today);
     let mut tests: Vec<TestId> = o.ledger.entries.iter().map(|e| TestId::new(e.test.clone())).collect();
     let (history, candidates) = match &args.history {
         None => (None, Vec::new()),
-        Some(path) => {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .context("cannot start the runtime that reads the history")?;
-            rt.block_on(async {
-                let store = open_history(path, args.repository.as_deref()).await?;
-                let candidates = store
-                    .history_unstable_tests(LOCAL_REPO_ID, now, window.window_days)
-                    .await?;
-                tests.extend(candidates.iter().cloned());
-                let q = HistoryQuery {
-                    tests: &tests,
-                    base_sha: None,
-                    head_sha: None,
-                    now,
-                    policy: window,
-                    exclude: None,
-                };
-                let h = store.history_for(LOCAL_REPO_ID, &q).await?;
-                anyhow::Ok((Some(h), candidates))
-            })?
-        }
+        Some(path) => runtime()?.block_on(async {
+            let store = open_history(path, args.repository.as_deref()).await?;
+            let candidates = store
+                .history_unstable_tests(LOCAL_REPO_ID, now, window.window_days)
+                .await?;
+            tests.extend(candidates.iter().cloned());
+            let q = HistoryQuery {
+                tests: &tests,
+                base_sha: None,
+                head_sha: None,
+                now,
+                policy: window,
+                exclude: None,
+            };
+            let h = store.history_for(LOCAL_REPO_ID, &q).await?;
+            anyhow::Ok((Some(h), candidates))
+        })?,
     };
     let codeowners = read_codeowners(args.codeowners.as_ref())?;
     let owner_of = |t: &TestId| codeowners.as_ref().and_then(|c| codeowner_of(c, t));

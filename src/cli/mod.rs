@@ -187,8 +187,8 @@ fn local_config(path: Option<&Path>) -> anyhow::Result<Config> {
     Ok(parse_config(&p.display().to_string(), &text)?)
 }
 
-/// Default freeze length of a new entry or ledger suggestion, in days (capped by the policy's max_freeze_days).
-const DEFAULT_FREEZE_DAYS: u32 = 14;
+// The default freeze length of a new entry, capped by the policy's max_freeze_days.
+use crate::gate::ledger::maintain::DEFAULT_FREEZE_DAYS;
 
 /// Freeze length: `--days`, else 14 capped by the policy; more than the policy allows is an error.
 fn freeze_days(days: Option<u32>, config: &Config) -> anyhow::Result<u32> {

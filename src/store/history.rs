@@ -56,6 +56,14 @@ pub(super) fn subtract(
 /// Where a test failed: on the head sha, last, and last on a sha where it also passed.
 pub(super) type FailureSources = (Option<Source>, Option<Source>, Option<Source>);
 
+/// `$first, …` — `len` numbered placeholders for an `IN (…)` list.
+pub(super) fn placeholders(first: usize, len: usize) -> String {
+    (0..len)
+        .map(|i| format!("${}", first + i))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// One failure row as read back.
 pub(super) type FailureRow = (String, String, Option<i64>, Option<i64>, Option<i64>, i64);
 
@@ -476,7 +484,7 @@ macro_rules! common_history_methods {
             };
             // Counts for every test at once (a few statements per chunk, not per test, on the
             // tests' and shas' numbers); the failures' sources only for tests that failed.
-            let list = |first: usize, len: usize| (0..len).map(|i| format!("${}", first + i)).collect::<Vec<_>>().join(", ");
+            let list = super::history::placeholders;
             // Each test's number, streak and running totals (passes, failures, first day).
             let mut numbers: std::collections::HashMap<String, (i64, i64, i64, i64, Option<i64>)> = Default::default();
             for chunk in tests.chunks(400) {
@@ -585,7 +593,7 @@ macro_rules! common_history_methods {
         ) -> anyhow::Result<std::collections::HashMap<i64, (i64, i64, Option<i64>)>> {
             let mut out: std::collections::HashMap<i64, (i64, i64, Option<i64>)> = Default::default();
             for chunk in ids.chunks(400) {
-                let list = (0..chunk.len()).map(|i| format!("${}", i + 2)).collect::<Vec<_>>().join(", ");
+                let list = super::history::placeholders(2, chunk.len());
                 // Each a seek on the counts' key (test, day): the few days before the window, and
                 // the first day within it — never every day of a test.
                 let q = format!(

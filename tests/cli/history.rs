@@ -455,42 +455,28 @@ fn ledger_maintain_prunes_renews_and_proposes_from_the_history() {
     let db = db.to_str().unwrap();
     let ev = root().join(CASE).join("evidence");
     let ev = ev.to_str().unwrap();
-    // Ten attempts of one run saw everything pass; then another probe saw test_total fail.
-    let passing = probe(tmp.path(), "p2.json", 0);
-    for attempt in 1..=10 {
-        let a = attempt.to_string();
-        let rec = flakegate(
-            &[
-                "history",
-                "record",
-                ev,
-                "--history",
-                db,
-                "--pr",
-                "2",
-                "--probe",
-                passing.to_str().unwrap(),
-            ],
-            Some(&a),
-        );
-        assert_eq!(rec.status.code(), Some(0), "{}", String::from_utf8_lossy(&rec.stderr));
-    }
-    let failing = probe(tmp.path(), "p1.json", 1);
-    let rec = flakegate(
-        &[
+    // `history record` of the case's evidence with `probe`, as pull request `pr` (and attempt).
+    let record = |pr: &str, probe: &Path, attempt: Option<&str>| {
+        let args = [
             "history",
             "record",
             ev,
             "--history",
             db,
             "--pr",
-            "1",
+            pr,
             "--probe",
-            failing.to_str().unwrap(),
-        ],
-        None,
-    );
-    assert_eq!(rec.status.code(), Some(0), "{}", String::from_utf8_lossy(&rec.stderr));
+            probe.to_str().unwrap(),
+        ];
+        let rec = flakegate(&args, attempt);
+        assert_eq!(rec.status.code(), Some(0), "{}", String::from_utf8_lossy(&rec.stderr));
+    };
+    // Ten attempts of one run saw everything pass; then another probe saw test_total fail.
+    let passing = probe(tmp.path(), "p2.json", 0);
+    for attempt in 1..=10 {
+        record("2", &passing, Some(&attempt.to_string()));
+    }
+    record("1", &probe(tmp.path(), "p1.json", 1), None);
     let ledger = tmp.path().join("flake-ledger.json");
     std::fs::write(
         &ledger,

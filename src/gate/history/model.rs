@@ -196,6 +196,20 @@ pub struct Judgement {
     pub power: Option<String>,
 }
 
+impl Judgement {
+    /// "failed 3 of 212 runs since 2026-11-02 (last: #481, run 9912, …)": what it rests on.
+    pub fn runs_text(&self) -> String {
+        let mut out = format!("failed {} of {} runs", self.failures, self.runs);
+        if let Some(d) = self.since {
+            out.push_str(&format!(" since {d}"));
+        }
+        if let Some(s) = &self.seen {
+            out.push_str(&format!(" (last: {})", s.describe()));
+        }
+        out
+    }
+}
+
 /// What the report says of the history: per witness (and per failing head test) it knew, the
 /// runs and failures its judgement rests on and where a failure was seen.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -220,13 +234,7 @@ impl TestStanding {
     /// "failed 3 of 212 runs since 2026-11-02 (last: #481, run 9912, …)".
     pub fn describe(&self) -> String {
         let j = &self.judgement;
-        let mut out = format!("failed {} of {} runs", j.failures, j.runs);
-        if let Some(d) = j.since {
-            out.push_str(&format!(" since {d}"));
-        }
-        if let Some(s) = &j.seen {
-            out.push_str(&format!(" (last: {})", s.describe()));
-        }
+        let mut out = j.runs_text();
         if let Some(p) = &j.power {
             out.push_str(&format!("; {p}"));
         }

@@ -30,13 +30,30 @@ pub struct MaintainPolicy {
     pub prune_runs: u32,
 }
 
+/// A freeze's length when none is asked for (`flakegate ledger add` without `--days` too).
+pub const DEFAULT_FREEZE_DAYS: u32 = 14;
+
 impl Default for MaintainPolicy {
     fn default() -> Self {
         MaintainPolicy {
             warning_days: 7,
-            freeze_days: 14,
+            freeze_days: DEFAULT_FREEZE_DAYS,
             max_freeze_days: None,
             prune_runs: 40,
+        }
+    }
+}
+
+impl MaintainPolicy {
+    /// The policy of a repository's config: its warning days and its freeze limit, freezes of
+    /// the default length within that limit.
+    pub fn of(config: &crate::gate::config::Config) -> Self {
+        let max = config.policy.max_freeze_days;
+        MaintainPolicy {
+            warning_days: config.policy.expiry_warning_days,
+            freeze_days: max.map_or(DEFAULT_FREEZE_DAYS, |m| DEFAULT_FREEZE_DAYS.min(m)),
+            max_freeze_days: max,
+            ..MaintainPolicy::default()
         }
     }
 }
@@ -202,17 +219,6 @@ fn seen(stab: &Stabilities<'_>, prefix: &str, policy: &MaintainPolicy) -> Seen {
     out
 }
 
-fn observed(j: &Judgement) -> String {
-    let mut s = format!("failed {} of {} runs", j.failures, j.runs);
-    if let Some(d) = j.since {
-        s.push_str(&format!(" since {d}"));
-    }
-    if let Some(src) = &j.seen {
-        s.push_str(&format!(" (last: {})", src.describe()));
-    }
-    s
-}
-
 /// The plan for `ledger` on `today`: entries past or near expiry judged on `stab` (a probe
 /// and/or the flake history), and `candidates` — tests the history calls unstable — proposed
 /// for a freeze when no entry covers them. `owner_of` names a test's owner from CODEOWNERS.
@@ -247,7 +253,7 @@ pub fn plan(
             runs_wanted,
         };
         if let Some((_, j)) = unstable {
-            let evidence = observed(j);
+            let evidence = j.runs_text();
             match renewal(e, policy, today) {
                 Some(expires) => {
                     changes.push(Change::Renew {
@@ -280,7 +286,7 @@ pub fn plan(
                 format!(
                     "{} fails every run on the base ({}): broken, not flaky — fix it rather than renew the freeze",
                     t,
-                    observed(j)
+                    j.runs_text()
                 ),
                 0,
             ));
@@ -314,7 +320,7 @@ pub fn plan(
         };
         let expires = today + chrono::Days::new(u64::from(first_freeze_days(policy)));
         let owner = owner_of(t);
-        let evidence = observed(&j);
+        let evidence = j.runs_text();
         entries.push(FreezeEntry {
             test: t.as_str().to_string(),
             observed: Some(evidence.clone()),

@@ -93,12 +93,7 @@ impl Worker {
         let (history, candidates) = self.upkeep_history(t, config, ledger).await?;
         let codeowners = self.codeowners_at(t, branch).await?;
         let owner_of = |test: &TestId| codeowners.as_ref().and_then(|c| codeowner_of(c, test));
-        let policy = MaintainPolicy {
-            warning_days: config.policy.expiry_warning_days,
-            freeze_days: config.policy.max_freeze_days.map_or(14, |m| m.min(14)),
-            max_freeze_days: config.policy.max_freeze_days,
-            ..MaintainPolicy::default()
-        };
+        let policy = MaintainPolicy::of(config);
         let stab = Stabilities::new(None, history.as_ref());
         let plan = plan(ledger, &stab, &candidates, &owner_of, &policy, today);
         let mut note = UpkeepNote::default();
