@@ -715,6 +715,34 @@ pub struct Report {
     /// The flake history's judgement of the witnesses it knew (absent without a history).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub history: Option<crate::gate::history::HistoryReport>,
+    /// What the frozen and not-stable witnesses leave blind across the whole codebase, from a
+    /// blindness map of the base branch (absent when none is known, or no witness is in it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub codebase: Option<CodebaseBlindness>,
+}
+
+/// The codebase-wide cost of this patch's frozen and not-stable witnesses, from the blindness
+/// map of a full-suite evidence of the base branch
+/// ([`crate::gate::blindness::CodebaseMap::for_witnesses`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CodebaseBlindness {
+    /// The branch and the commit the map is of.
+    pub branch: String,
+    pub sha: String,
+    /// The day the map was made (UTC).
+    pub date: chrono::NaiveDate,
+    /// The pull request whose merge brought the map (its evidence), when one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pull_request: Option<u64>,
+    /// Each frozen or not-stable witness of the patch the map knows, with the lines of the
+    /// whole codebase it alone witnesses (nothing stable guards them while it is not evidence).
+    pub tests: Vec<CodebaseWitness>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CodebaseWitness {
+    pub test: TestId,
+    pub only_witness_lines: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -664,6 +664,7 @@ impl<'a> Decision<'a> {
             inputs: input.inputs.clone(),
             notes: self.notes,
             history,
+            codebase: None,
         }
     }
 

@@ -63,6 +63,12 @@ pub struct PullRequestPayload {
     pub number: Option<u64>,
     pub head: ShaRef,
     pub base: ShaRef,
+    /// `closed`: whether it was merged (else it was closed unmerged).
+    #[serde(default)]
+    pub merged: Option<bool>,
+    /// `closed` and merged: the commit the merge made on the base branch.
+    #[serde(default)]
+    pub merge_commit_sha: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -293,6 +299,9 @@ pub enum Event {
     MergeGroupDestroyed(MergeGroupEvent),
     /// Commits were pushed (the worker acts on the default branch only).
     Push(PushEvent),
+    /// A pull request was merged (`closed` with `merged`): the branch it went into has new code,
+    /// and its head's evidence is a full-suite run of it (the codebase's blindness map).
+    PullRequestMerged(PullRequestEvent),
 }
 
 /// A delivery as the queue sees it: its action and repository (for logs and the
@@ -350,6 +359,7 @@ enum Kind {
     MergeGroupChecksRequested,
     MergeGroupDestroyed,
     Push,
+    PullRequestClosed,
 }
 
 /// The one table of what the App acts on: `X-GitHub-Event`, `action`, kind.
@@ -360,6 +370,8 @@ const ACCEPTED: &[(&str, &str, Kind)] = &[
     ("pull_request", "ready_for_review", Kind::PullRequest),
     // Only a retarget (`changes.base`) becomes work; `parse` ignores other edits.
     ("pull_request", "edited", Kind::PullRequestEdited),
+    // Only a merge (`merged`) becomes work; `parse` ignores a pull request closed unmerged.
+    ("pull_request", "closed", Kind::PullRequestClosed),
     ("workflow_run", "completed", Kind::WorkflowRunCompleted),
     ("check_run", "rerequested", Kind::CheckRunRerequested),
     ("check_run", "requested_action", Kind::CheckRunRequestedAction),
@@ -411,6 +423,11 @@ impl Event {
                 let retargeted = matches!(&e, Event::PullRequestRetargeted(p) if p.changes.as_ref().is_some_and(|c| c.base.is_some()));
                 retargeted.then_some(e)
             }
+            Some(Kind::PullRequestClosed) => {
+                let e = typed(|b| from(b).map(Event::PullRequestMerged))?;
+                let merged = matches!(&e, Event::PullRequestMerged(p) if p.pull_request.merged == Some(true));
+                merged.then_some(e)
+            }
             Some(Kind::WorkflowRunCompleted) => Some(typed(|b| from(b).map(Event::WorkflowRunCompleted))?),
             Some(Kind::CheckRunRerequested) => Some(typed(|b| from(b).map(Event::CheckRunRerequested))?),
             Some(Kind::CheckRunRequestedAction) => Some(typed(|b| from(b).map(Event::CheckRunRequestedAction))?),
@@ -430,7 +447,7 @@ impl Event {
     /// Where the event happened.
     pub fn envelope(&self) -> &Envelope {
         match self {
-            Event::PullRequest(e) | Event::PullRequestRetargeted(e) => &e.envelope,
+            Event::PullRequest(e) | Event::PullRequestRetargeted(e) | Event::PullRequestMerged(e) => &e.envelope,
             Event::WorkflowRunCompleted(e) => &e.envelope,
             Event::CheckRunRerequested(e) | Event::CheckRunRequestedAction(e) => &e.envelope,
             Event::CheckSuiteRerequested(e) => &e.envelope,
@@ -443,7 +460,7 @@ impl Event {
     pub fn facts(&self) -> Facts {
         let first = |prs: &[NumberOnly]| prs.first().and_then(|p| p.number);
         match self {
-            Event::PullRequest(e) | Event::PullRequestRetargeted(e) => Facts {
+            Event::PullRequest(e) | Event::PullRequestRetargeted(e) | Event::PullRequestMerged(e) => Facts {
                 pr: e.number(),
                 head_sha: Some(e.pull_request.head.sha.clone()),
             },
@@ -537,6 +554,17 @@ mod tests {
             parse("pull_request", &retarget).event,
             Some(Event::PullRequestRetargeted(_))
         ));
+        // A close is work only when it merged.
+        let merged = pr.replace('A', "closed").replace(
+            r#""base":{"sha":"b"}"#,
+            r#""base":{"sha":"b"},"merged":true,"merge_commit_sha":"m""#,
+        );
+        match parse("pull_request", &merged).event {
+            Some(e @ Event::PullRequestMerged(_)) => assert_eq!(e.facts().pr, Some(7)),
+            other => panic!("a merge is work: {other:?}"),
+        }
+        let unmerged = merged.replace(r#""merged":true"#, r#""merged":false"#);
+        assert!(parse("pull_request", &unmerged).event.is_none());
         let retitled = pr
             .replace('A', "edited")
             .replacen('{', r#"{"changes":{"title":{"from":"t"}},"#, 1);

@@ -138,6 +138,12 @@ pub struct PullRequest {
     pub user: Option<User>,
     #[serde(default)]
     pub html_url: Option<String>,
+    /// The commit a merge made on the base branch (GitHub's test merge while it is open).
+    #[serde(default)]
+    pub merge_commit_sha: Option<String>,
+    /// When it was merged (ISO 8601, UTC); `None` while it is not.
+    #[serde(default)]
+    pub merged_at: Option<String>,
 }
 
 /// The pull request's patch: GitHub's unified diff, or (when GitHub refuses the diff as too

@@ -4,6 +4,7 @@
 
 use super::markdown;
 use super::words::{truncate, unmentioned};
+use crate::gate::blindness::CodebaseMap;
 use crate::gate::config::is_handle;
 use crate::gate::inert;
 use crate::github::OUTPUT_MAX_BYTES;
@@ -27,6 +28,45 @@ struct ExpiringCtx {
     line: usize,
 }
 
+/// One owner's row of what their freezes leave blind.
+#[derive(Serialize)]
+struct BlindCtx {
+    who: String,
+    lines: usize,
+    /// `path` (lines), most first, at most three.
+    files: Vec<(String, usize)>,
+    /// How many other files hold the rest.
+    more_files: usize,
+}
+
+/// Where the blindness numbers come from.
+#[derive(Serialize)]
+struct MapCtx {
+    sha: String,
+    date: String,
+    pull_request: Option<u64>,
+}
+
+/// Per owner of the listed entries, in the order they are first listed: the lines of the
+/// mapped branch only their frozen tests witness, and the files with the most.
+fn blind_rows(notice: &crate::gate::expiry::ExpiryNotice, map: &CodebaseMap) -> Vec<BlindCtx> {
+    let mut rows: Vec<BlindCtx> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for e in &notice.entries {
+        if !seen.insert(e.owner.as_str()) {
+            continue;
+        }
+        let owner = map.summary.owners.iter().find(|o| o.owner == e.owner);
+        rows.push(BlindCtx {
+            who: e.handle.clone().unwrap_or_else(|| unmentioned(&e.owner)),
+            lines: owner.map_or(0, |o| o.blind_lines),
+            files: owner.map(|o| o.top_files.clone()).unwrap_or_default(),
+            more_files: owner.map_or(0, |o| o.files_blinded.saturating_sub(o.top_files.len())),
+        });
+    }
+    rows
+}
+
 /// The body of the expired-freezes issue for `notice`, read from `ledger` on `branch` on `today`.
 /// An expired freeze blocks every pull request, so its owners must act: they are mentioned
 /// unless `mentions` is `never`.
@@ -36,6 +76,7 @@ pub fn expired_freezes_body(
     branch: &str,
     today: chrono::NaiveDate,
     mentions: crate::gate::config::Mentions,
+    blind: Option<&CodebaseMap>,
     upkeep: &str,
 ) -> String {
     let notify = mentions != crate::gate::config::Mentions::Never;
@@ -75,6 +116,12 @@ pub fn expired_freezes_body(
                 mentions => mentions,
                 docs => minijinja::Value::from_safe_string(super::links::docs()),
                 entries => entries,
+                blind => blind.map(|m| blind_rows(notice, m)),
+                map => blind.map(|m| MapCtx {
+                    sha: m.sha.chars().take(12).collect(),
+                    date: m.date.to_string(),
+                    pull_request: m.pull_request,
+                }),
             })
         })
         .expect("the bundled expired-freezes template renders");

@@ -167,7 +167,7 @@ fn the_expired_freezes_issue_renders_as_meant() {
             continue;
         }
         for m in [Mentions::Blocking, Mentions::Never] {
-            let body = expired_freezes_body(&notice, ".github/flake-ledger.json", "main", today, m, "");
+            let body = expired_freezes_body(&notice, ".github/flake-ledger.json", "main", today, m, None, "");
             assert!(
                 gfm::problems(&body).is_empty(),
                 "{name}: {:?}\n{body}",
@@ -249,6 +249,14 @@ fn the_main_shapes_rendered() {
             snapshot_page(&format!("{shape}_comment"), &c);
         }
     }
+    // A frozen witness, with what it alone witnesses across the base branch (its map).
+    let mut r = report_probed(&fixture("frozen_only"), &config, true);
+    let map = super::test_cases::codebase_map(&fixture("frozen_only"), &config);
+    r.codebase = map.for_witnesses(r.witnesses.frozen.iter().chain(&r.witnesses.unstable));
+    assert!(r.codebase.is_some(), "the map knows the frozen witness");
+    let summary = completed(&r, &config, HEAD).output.unwrap().summary;
+    assert!(summary.contains("across `main`"), "{summary}");
+    snapshot_page("frozen_only_codebase_check_run", &summary);
     // A head two pull requests share: the table above the worst verdict's summary.
     let r = report_probed(&fixture("frozen_only"), &config, true);
     let lines = [
@@ -291,8 +299,10 @@ fn the_main_shapes_rendered() {
         "main",
         today,
         Mentions::Blocking,
+        Some(&super::test_cases::codebase_map(&fixture("expired"), &config)),
         "",
     );
+    assert!(issue.contains("What these freezes leave blind"), "{issue}");
     snapshot_page("expired_freezes_issue", &issue);
     ledger_upkeep_pages(&ledger_text, &config, today);
 }
@@ -381,6 +391,7 @@ fn ledger_upkeep_pages(ledger_text: &str, config: &Config, today: chrono::NaiveD
         "main",
         today,
         Mentions::Blocking,
+        None,
         &section,
     );
     snapshot_page("expired_freezes_issue_with_patch", &issue);

@@ -81,3 +81,46 @@ pub(super) fn all_fixture_dirs() -> Vec<(String, PathBuf)> {
 pub(super) fn case(name: &str) -> Report {
     case_with(name, &Config::default())
 }
+
+/// The blindness map of a fixture's full-suite evidence with the shared base probe, kept as
+/// the App keeps the default branch's (`main` at the fixture's head, merged with #7).
+pub(super) fn codebase_map(dir: &std::path::Path, config: &Config) -> crate::gate::blindness::CodebaseMap {
+    let own = dir.join("ledger.json");
+    let ledger_path = if own.is_file() {
+        own
+    } else {
+        fixtures().join("project/.github/flake-ledger.json")
+    };
+    let ledger = crate::gate::ledger::parse_ledger(
+        "flake-ledger.json",
+        &std::fs::read_to_string(&ledger_path).unwrap(),
+        None,
+    )
+    .unwrap();
+    let ev = dir.join("evidence");
+    let sources = EvidenceSources {
+        dir: None,
+        coverage: Some(ev.join("coverage.json")),
+        results: vec![ev.join("results")],
+        probe: Some(fixtures().join("probe/reportlog")),
+        meta: None,
+        read_once: None,
+    };
+    let loaded = crate::evidence::load_every_file(&sources, Some(&ledger)).evidence;
+    let today = chrono::NaiveDate::from_ymd_opt(2026, 11, 20).unwrap();
+    let input = crate::gate::blindness::BlindnessInput {
+        coverage: loaded.coverage.as_ref().unwrap(),
+        coverage_file: "coverage.json",
+        ledger: &ledger,
+        stab: crate::gate::history::Stabilities::new(loaded.probe.as_ref(), None),
+        results: loaded.results.as_ref(),
+        policy: &config.policy,
+        sources: &Default::default(),
+        today,
+    };
+    let map = crate::gate::blindness::map(&input).unwrap();
+    let mut kept =
+        crate::gate::blindness::CodebaseMap::of(&map, "main", "0123456789abcdef0123456789abcdef01234567", today);
+    kept.pull_request = Some(7);
+    kept
+}

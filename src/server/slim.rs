@@ -43,7 +43,17 @@ const KEPT: Keep = Only(&[
         Only(&[("full_name", All), ("id", All), ("default_branch", All)]),
     ),
     ("installation", Only(&[("id", All)])),
-    ("pull_request", Only(&[("number", All), ("head", SHA), ("base", SHA)])),
+    (
+        "pull_request",
+        Only(&[
+            ("number", All),
+            ("head", SHA),
+            ("base", SHA),
+            // closed
+            ("merged", All),
+            ("merge_commit_sha", All),
+        ]),
+    ),
     (
         "workflow_run",
         Only(&[

@@ -144,6 +144,7 @@ impl Worker {
                 None => Err(internal(anyhow!("the sweep job names no default branch"))),
             },
             Work::Event(Event::PullRequest(e) | Event::PullRequestRetargeted(e)) => self.pull_request(&t, &e).await,
+            Work::Event(Event::PullRequestMerged(e)) => self.pull_request_merged(&t, &e).await,
             Work::Event(Event::WorkflowRunCompleted(e)) => {
                 let branch = e.envelope.repository.default_branch.as_deref();
                 self.workflow_run(&t, &e.workflow_run, branch).await

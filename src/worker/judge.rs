@@ -389,6 +389,11 @@ impl Worker {
         if let Some(extracted) = files.extracted.get() {
             artifact_relative(&mut report, extracted, name);
         }
+        if let Some(pr) = pr {
+            report.codebase = self
+                .codebase_blindness(&t.repo.to_string(), &pr.base_ref, &report)
+                .await;
+        }
         Ok(Some((report, config.config)))
     }
 

@@ -391,6 +391,11 @@ impl Worker {
                 return;
             }
         }
+        if let Ok(Some(Work::Event(Event::PullRequestMerged(_)))) = &work {
+            // A merge has no check run of ours left to complete: the map stays as it was.
+            tracing::error!("the default branch's blindness map was not updated: {why}");
+            return;
+        }
         if let Ok(Some(Work::Event(e))) = &work {
             if e.requested_action() == Some(RequestedAction::Rerun) {
                 // A failed re-run request changes no verdict.

@@ -5,6 +5,7 @@
 //! module; `support` holds the fakes and the harness.
 
 mod blindness_report;
+mod codebase_map;
 mod corpus;
 mod deploy;
 mod end_to_end;

@@ -28,7 +28,7 @@ mod tests;
 pub use model::{
     BlindLine, BlindnessMap, FileBlindness, FileLines, FreezeRef, LineState, OwnerBlindness, TestBlindness, Totals,
 };
-pub use summary::{BlindnessSummary, OwnerSummary, TestSummary};
+pub use summary::{BlindnessSummary, CodebaseMap, OwnerSummary, TestSummary};
 
 use crate::gate::attribution::{classify_line, classify_test};
 use crate::gate::config::Policy;

@@ -14,14 +14,13 @@
 
 use crate::gate::config::LedgerMaintenance;
 use crate::gate::expiry::expiry_notice;
-use crate::gate::ledger::{parse_ledger, Ledger};
 use crate::github::event::{Envelope, Installation, Repository};
 use crate::github::CommitSha;
 use crate::present::expired_freezes::{expired_freezes_body, expired_freezes_closed_body, EXPIRED_FREEZES_MARKER};
 use crate::present::ledger_upkeep::{upkeep_only_body, upkeep_section};
 use crate::store::{ExpiryIssue, NewDelivery, Recorded};
 use crate::worker::dispatch::Target;
-use crate::worker::failure::{content, internal, store_err, Failure};
+use crate::worker::failure::{internal, store_err, Failure};
 use crate::worker::jobs::{Sweep, SweepRepo, SWEEP_EVENT, SWEEP_REPO_EVENT};
 use crate::worker::post::sha256_hex;
 use crate::worker::Worker;
@@ -168,26 +167,13 @@ impl Worker {
         // The branch's head now, not a pushed sha: a late job must not bring back an old ledger.
         let at = CommitSha::from(branch);
         let config = self.config_at(t, &at).await?.config;
-        let ledger_file = format!("{branch}:{}", config.ledger);
-        let bytes = t.client.file_at(&t.repo, &config.ledger, &at).await.map_err(content)?;
-        let ledger = match &bytes {
-            None => Ledger::default(),
-            Some(b) => {
-                let parsed = std::str::from_utf8(b)
-                    .map_err(|e| format!("{ledger_file}: not UTF-8: {e}"))
-                    .and_then(|text| {
-                        parse_ledger(&ledger_file, text, config.policy.max_freeze_days)
-                            .map_err(|errors| errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; "))
-                    });
-                match parsed {
-                    Ok(l) => l,
-                    Err(why) => {
-                        // Fail closed: an unreadable ledger says nothing about expiry, so the
-                        // issue (if any) is left as it is; pull requests get `invalid_ledger`.
-                        tracing::warn!("the ledger is invalid; the expired-freezes issue is left unchanged: {why}");
-                        return Ok(());
-                    }
-                }
+        let (bytes, ledger) = match self.ledger_at(t, &config, &at).await? {
+            (bytes, Ok(l)) => (bytes, l),
+            (_, Err(why)) => {
+                // Fail closed: an unreadable ledger says nothing about expiry, so the issue (if
+                // any) is left as it is; pull requests get `invalid_ledger`.
+                tracing::warn!("the ledger is invalid; the expired-freezes issue is left unchanged: {why}");
+                return Ok(());
             }
         };
         let today = self.now().date_naive();
@@ -203,7 +189,11 @@ impl Worker {
             .as_ref()
             .map(|u| upkeep_section(&u.note, u.plan.as_ref(), &config))
             .unwrap_or_default();
-        let key = sha256_hex(&format!("{}\n{section}", notice.change_key()));
+        // What the owners' freezes blind, when the branch was mapped (its numbers are part of
+        // what the issue says, so a new map edits it).
+        let map = self.codebase_map(&repo).await.filter(|m| m.branch == branch);
+        let blind_key = map.as_ref().map(|m| m.blind_key()).unwrap_or_default();
+        let key = sha256_hex(&format!("{}\n{section}\n{blind_key}", notice.change_key()));
         let recorded = self.store.expiry_issue(&repo).await.map_err(store_err)?;
         // Nothing expires, but the upkeep has something only this issue can carry (the
         // change as a patch, a refused dispatch): the issue says that alone.
@@ -239,7 +229,15 @@ impl Worker {
         let body = if notice.is_empty() {
             upkeep_only_body(&config.ledger, branch, today, &section)
         } else {
-            expired_freezes_body(&notice, &config.ledger, branch, today, config.mentions, &section)
+            expired_freezes_body(
+                &notice,
+                &config.ledger,
+                branch,
+                today,
+                config.mentions,
+                map.as_ref(),
+                &section,
+            )
         };
         let number = self.publish_expiry_issue(t, recorded.as_ref(), &notice, &body).await?;
         self.remember_expiry_issue(&repo, Some(number), key).await

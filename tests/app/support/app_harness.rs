@@ -79,6 +79,20 @@ pub fn pull_request_event(action: &str, number: u64, base: &str, head: &str) -> 
     p
 }
 
+/// `pull_request` closed by merging `head` into `base` with commit `merge_sha`.
+pub fn pull_request_merged(number: u64, base: &str, head: &str, merge_sha: &str) -> Value {
+    let mut p = sample("pull_request.closed");
+    patch_repo(&mut p);
+    p["number"] = json!(number);
+    p["pull_request"]["number"] = json!(number);
+    p["pull_request"]["head"]["sha"] = json!(head);
+    p["pull_request"]["base"]["sha"] = json!(base);
+    p["pull_request"]["merged"] = json!(true);
+    p["pull_request"]["merge_commit_sha"] = json!(merge_sha);
+    p["repository"]["default_branch"] = json!("main");
+    p
+}
+
 /// `workflow_run` completed: run `run_id` of `workflow_path` on `head`, listing `pulls`
 /// (number, base sha) as GitHub does for same-repository pull requests; empty for a fork.
 pub fn workflow_run_completed(run_id: u64, head: &str, workflow_path: &str, pulls: &[(u64, &str)]) -> Value {

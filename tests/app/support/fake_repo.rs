@@ -100,6 +100,8 @@ pub struct PullState {
     pub base_ref: String,
     /// The head is in a fork (another repository).
     pub fork: bool,
+    /// Once merged: the commit the merge made and when (ISO 8601).
+    pub merged: Option<(String, String)>,
 }
 
 #[derive(Debug, Clone)]
@@ -244,6 +246,7 @@ impl FakeRepo {
                 state: "open".to_owned(),
                 base_ref,
                 fork: false,
+                merged: None,
             },
         );
     }
@@ -267,6 +270,14 @@ impl FakeRepo {
     pub fn set_pull_state(&self, number: u64, state: &str) {
         if let Some(p) = self.st().pulls.get_mut(&number) {
             p.state = state.to_owned();
+        }
+    }
+
+    /// Pull request `number` was merged at `merged_at` (ISO 8601) by commit `merge_sha`.
+    pub fn merge(&self, number: u64, merge_sha: &str, merged_at: &str) {
+        if let Some(p) = self.st().pulls.get_mut(&number) {
+            p.state = "closed".to_owned();
+            p.merged = Some((merge_sha.to_owned(), merged_at.to_owned()));
         }
     }
 
@@ -875,6 +886,9 @@ impl FakeRepo {
                 self.repo_json()
             } },
             "base": { "sha": p.base_sha, "ref": p.base_ref, "repo": self.repo_json() },
+            "merged": p.merged.is_some(),
+            "merge_commit_sha": p.merged.as_ref().map(|m| &m.0),
+            "merged_at": p.merged.as_ref().map(|m| &m.1),
         })
     }
 
