@@ -254,7 +254,17 @@ fn the_main_shapes_rendered() {
     let map = super::test_cases::codebase_map(&fixture("frozen_only"), &config);
     r.codebase = map.for_witnesses(r.witnesses.frozen.iter().chain(&r.witnesses.unstable));
     assert!(r.codebase.is_some(), "the map knows the frozen witness");
-    let summary = completed(&r, &config, HEAD).output.unwrap().summary;
+    let with_map = completed(&r, &config, HEAD);
+    let without = completed(&report_probed(&fixture("frozen_only"), &config, true), &config, HEAD);
+    assert_eq!(
+        with_map.conclusion, without.conclusion,
+        "the numbers never change a verdict"
+    );
+    assert_eq!(
+        with_map.output.as_ref().unwrap().title,
+        without.output.as_ref().unwrap().title
+    );
+    let summary = with_map.output.unwrap().summary;
     assert!(summary.contains("across `main`"), "{summary}");
     snapshot_page("frozen_only_codebase_check_run", &summary);
     // A head two pull requests share: the table above the worst verdict's summary.

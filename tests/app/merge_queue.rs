@@ -316,3 +316,43 @@ async fn a_draft_gets_its_check_and_ready_for_review_judges_its_evidence_again()
     );
     finish(app).await;
 }
+
+/// A pull request merged through the queue: the merge commit is the group's head, whose own
+/// evidence was judged, so the branch's blindness map is made from the group's run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_merge_through_the_queue_maps_the_branch_from_the_groups_evidence() {
+    let (app, repo) = start().await;
+    let group = case("frozen_only");
+    stage_group(&repo, &group, 77);
+    checks_requested(&app, &group).await;
+    app.deliver("workflow_run", &run_completed(77, &group.head_sha, "merge_group"))
+        .await;
+    assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
+    assert_eq!(repo.calls("GET", op::ARTIFACT_ZIP), 1);
+
+    // Pull request 7, whose head was never judged here, merged as the group's head.
+    let pr_head = "5".repeat(40);
+    repo.add_pull(7, &group.base_sha, &pr_head, &group.diff);
+    repo.merge(7, &group.head_sha, "2026-11-20T12:00:00Z");
+    repo.put_file(&group.head_sha, LEDGER_PATH, &group.ledger());
+    let merged = crate::support::app_harness::pull_request_merged(7, &group.base_sha, &pr_head, &group.head_sha);
+    app.deliver("pull_request", &merged).await;
+    assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
+    assert_eq!(
+        repo.calls("GET", op::ARTIFACT_ZIP),
+        2,
+        "the group's artifact was mapped"
+    );
+
+    // A later pull request with the frozen witness reads that map.
+    let later = case("some_frozen");
+    stage_case(&repo, 8, &later, 78);
+    crate::scenarios::open_then_evidence(&app, 8, &later, 78).await;
+    let summary = the_check(&repo, &later.head_sha).summary.unwrap_or_default();
+    assert!(
+        summary.contains(&format!("its blindness map of `{}`", &group.head_sha[..12])),
+        "{summary}"
+    );
+    assert!(summary.contains("merged with #7"), "{summary}");
+    finish(app).await;
+}

@@ -257,3 +257,36 @@ fn a_map_built_file_by_file_as_the_reader_hands_them_over_is_the_same() {
     assert_eq!(handed, 5);
     assert_eq!(mapper.finish("coverage.json", &cov).unwrap(), whole);
 }
+
+#[test]
+fn a_kept_map_answers_for_a_patchs_witnesses_and_only_a_later_merge_replaces_it() {
+    let ledger = parse_ledger("l", LEDGER, None).unwrap();
+    let m = shop_map(&ledger, &Policy::default(), &BTreeMap::new());
+    let mut kept = CodebaseMap::of(&m, "main", "abc", today());
+    kept.merged_at = Some("2026-11-20T12:00:00Z".into());
+    // Through JSON, as the App keeps it.
+    let kept: CodebaseMap = serde_json::from_str(&serde_json::to_string(&kept).unwrap()).unwrap();
+    let frozen = &m.tests.iter().find(|t| t.freeze.is_some()).unwrap().test;
+    let unknown = TestId::new("tests/test_new.py::test_nobody_mapped");
+    let c = kept.for_witnesses([&unknown, frozen]).unwrap();
+    assert_eq!((c.branch.as_str(), c.sha.as_str()), ("main", "abc"));
+    assert_eq!(c.tests.len(), 1, "a test the map does not know is not spoken for");
+    assert_eq!(&c.tests[0].test, frozen);
+    assert_eq!(
+        c.tests[0].only_witness_lines,
+        test_of(&m, frozen.as_str()).only_witness_lines
+    );
+    assert_eq!(kept.for_witnesses([&unknown]), None);
+
+    let mut earlier = kept.clone();
+    earlier.merged_at = Some("2026-11-19T08:00:00Z".into());
+    assert!(!earlier.replaces(&kept));
+    assert!(kept.replaces(&earlier));
+    // The issue is edited for other numbers, not for another day.
+    let mut next_day = kept.clone();
+    next_day.date = today().succ_opt().unwrap();
+    assert_eq!(next_day.blind_key(), kept.blind_key());
+    let mut fewer = kept.clone();
+    fewer.summary.owners[0].blind_lines += 1;
+    assert_ne!(fewer.blind_key(), kept.blind_key());
+}
