@@ -469,7 +469,9 @@ fn events(manifest: &serde_json::Value) -> Vec<Described> {
         .filter_map(|e| e.as_str())
         .map(|e| {
             let why = match e {
-                "pull_request" => "a pull request opened, updated or retargeted is judged again",
+                "pull_request" => {
+                    "a pull request opened, updated or retargeted is judged again; a merge into the default branch maps what freezes leave blind"
+                }
                 "workflow_run" => "a finished evidence workflow brings the evidence",
                 "check_run" => "the check run's Re-run and Re-evaluate buttons",
                 "check_suite" => "GitHub's re-run of all checks",
