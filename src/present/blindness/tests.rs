@@ -191,3 +191,45 @@ fn a_file_without_its_source_shows_its_lines_and_why() {
         "{index}"
     );
 }
+
+#[test]
+fn hostile_strings_are_inert_in_the_expired_freezes_issue() {
+    let ledger_text = hostile_ledger().replace("2027-01-31", "2026-11-19");
+    let m = shop_map(&hostile_coverage(), &ledger_text, &BTreeMap::new());
+    let today = chrono::NaiveDate::from_ymd_opt(2026, 11, 20).unwrap();
+    let kept = crate::gate::blindness::CodebaseMap::of(&m, "main", "0123456789abcdef", today);
+    let ledger = parse_ledger("flake-ledger.json", &ledger_text, None).unwrap();
+    let config = crate::gate::config::Config::default();
+    let notice = crate::gate::expiry::expiry_notice(&ledger, &config, today);
+    let body = crate::present::expired_freezes::expired_freezes_body(
+        &notice,
+        ".github/flake-ledger.json",
+        "main",
+        today,
+        crate::gate::config::Mentions::Blocking,
+        Some(&kept),
+        "",
+    );
+    let section = body.split("What these freezes leave blind").nth(1).expect(&body);
+    let table: String = section
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(
+        table.contains("alert(1)") && table.contains("| 5 |"),
+        "named, not dropped:\n{body}"
+    );
+    for text in outside_code(&table) {
+        for bad in ["<script", "<img", "](https://", "@path-owner", "@ledger-owner"] {
+            assert!(!text.contains(bad), "{bad} in {text:?} of:\n{body}");
+        }
+    }
+    for l in table.lines().filter(|l| l.starts_with('|')) {
+        assert!(
+            l.ends_with('|') && l.matches(" | ").count() == 2,
+            "one row, three cells: {l}"
+        );
+    }
+}
