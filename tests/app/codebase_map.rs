@@ -127,7 +127,7 @@ async fn a_merge_maps_main_and_the_issue_and_later_checks_say_what_freezes_blind
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fork_merge_a_merge_elsewhere_and_one_without_judged_evidence_map_nothing() {
+async fn merges_from_a_fork_into_another_branch_without_evidence_or_cut_short_map_nothing() {
     let (app, repo, issues) = start().await;
     let c = case("frozen_only");
     // A fork's pull request, judged and merged: its artifact is not read for the map.
@@ -176,6 +176,32 @@ async fn a_fork_merge_a_merge_elsewhere_and_one_without_judged_evidence_map_noth
     )
     .await;
     assert_eq!(app.worker.run_until_idle().await.unwrap(), 2);
+    // A run cut short is judged INCONCLUSIVE and never read, not even once merged.
+    let cut = case("all_stable");
+    stage_case(&repo, 10, &cut, 3);
+    app.deliver(
+        "pull_request",
+        &crate::support::app_harness::pull_request_event("opened", 10, &cut.base_sha, &cut.head_sha),
+    )
+    .await;
+    app.worker.run_until_idle().await.unwrap();
+    let mut cancelled = crate::support::app_harness::workflow_run_completed(
+        3,
+        &cut.head_sha,
+        crate::support::app_harness::WORKFLOW,
+        &[(10, &cut.base_sha)],
+    );
+    cancelled["workflow_run"]["conclusion"] = json!("cancelled");
+    app.deliver("workflow_run", &cancelled).await;
+    app.worker.run_until_idle().await.unwrap();
+    assert_eq!(the_check(&repo, &cut.head_sha).conclusion.as_deref(), Some("failure"));
+    repo.merge(10, MERGED, "2026-11-20T12:15:00Z");
+    app.deliver(
+        "pull_request",
+        &pull_request_merged(10, &cut.base_sha, &cut.head_sha, MERGED),
+    )
+    .await;
+    assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
     let downloads = repo.calls("GET", crate::support::fake_repo::op::ARTIFACT_ZIP);
     app.deliver("push", &push_to_main(MERGED)).await;
     assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
