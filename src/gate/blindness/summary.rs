@@ -137,11 +137,12 @@ impl CodebaseMap {
         })
     }
 
-    /// What decides whether a message quoting the owners' numbers must be edited: the commit
-    /// mapped and each owner's blind lines and files (not the day it was made).
-    pub fn blind_key(&self) -> String {
+    /// What decides whether a message quoting these owners' numbers must be edited: the commit
+    /// mapped and each one's blind lines and files (not the day it was made, nor others' numbers).
+    pub fn blind_key<'a>(&self, owners: impl IntoIterator<Item = &'a str>) -> String {
+        let owners: std::collections::BTreeSet<&str> = owners.into_iter().collect();
         let mut key = format!("{}\n", self.sha);
-        for o in &self.summary.owners {
+        for o in self.summary.owners.iter().filter(|o| owners.contains(o.owner.as_str())) {
             key.push_str(&format!(
                 "{}\t{}\t{:?}\t{}\n",
                 o.owner, o.blind_lines, o.top_files, o.files_blinded

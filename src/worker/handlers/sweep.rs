@@ -192,7 +192,8 @@ impl Worker {
         // What the owners' freezes blind, when the branch was mapped (its numbers are part of
         // what the issue says, so a new map edits it).
         let map = self.codebase_map(&repo).await.filter(|m| m.branch == branch);
-        let blind_key = map.as_ref().map(|m| m.blind_key()).unwrap_or_default();
+        let listed = notice.entries.iter().map(|e| e.owner.as_str());
+        let blind_key = map.as_ref().map(|m| m.blind_key(listed)).unwrap_or_default();
         let key = sha256_hex(&format!("{}\n{section}\n{blind_key}", notice.change_key()));
         let recorded = self.store.expiry_issue(&repo).await.map_err(store_err)?;
         // Nothing expires, but the upkeep has something only this issue can carry (the
