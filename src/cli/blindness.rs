@@ -165,6 +165,7 @@ fn compute(args: &BlindnessArgs) -> anyhow::Result<(BlindnessMap, render::Source
     };
     let mut map = blindness::map(&input)?;
     finish_notes(&mut map, &read, loaded.probe.is_none() && history.is_none(), notes);
+    map.sha = loaded.meta.as_ref().and_then(|m| m.head_sha.clone());
     Ok((
         map,
         render::Sources {
@@ -387,6 +388,7 @@ fn streamed(
     let mut map = mapper.finish(&name, &cov)?;
     notes.extend(read.summary_notes(root));
     finish_notes(&mut map, &read, loaded.probe.is_none(), std::mem::take(notes));
+    map.sha = loaded.meta.as_ref().and_then(|m| m.head_sha.clone());
     Ok(Some((
         map,
         render::Sources {

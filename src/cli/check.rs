@@ -57,6 +57,10 @@ pub struct CheckArgs {
     pub templates: Option<PathBuf>,
     #[command(flatten)]
     pub history: super::history_file::HistoryArgs,
+    /// The base's blindness map (`flakegate blindness --format json` of a full-suite evidence):
+    /// the report then says how many lines each frozen or unstable witness alone witnesses.
+    #[arg(long, value_name = "FILE")]
+    pub blindness: Option<PathBuf>,
 }
 
 /// `flakegate check`: returns the exit status (0 PASS / PASS_WITH_CAVEAT, 1 FAIL / INCONCLUSIVE).
@@ -116,7 +120,12 @@ pub(super) fn judge(
                 workflow: args.workflow.clone(),
                 history: history.clone(),
             };
-            let (report, pending) = assemble::evaluate_deferred(&src, &config, judging).await?;
+            let (mut report, pending) = assemble::evaluate_deferred(&src, &config, judging).await?;
+            if let Some(path) = &args.blindness {
+                let w = &report.witnesses;
+                let map = read_map(path).map_err(AssembleError::Source)?;
+                report.codebase = map.for_witnesses(w.frozen.iter().chain(&w.unstable));
+            }
             let said = match (history, pending) {
                 (Some(h), Some(p)) => assemble::record(&h, p).await,
                 _ => Vec::new(),
@@ -295,4 +304,66 @@ fn read_input(path: &str) -> anyhow::Result<Vec<u8>> {
 fn rev_parse(rev: &str) -> anyhow::Result<String> {
     let out = git(&["rev-parse", "--verify", &format!("{rev}^{{commit}}")])?;
     Ok(String::from_utf8_lossy(&out).trim().to_string())
+}
+
+/// What `check --blindness` reads of a `flakegate blindness` JSON map: its date, commit,
+/// totals and each frozen or not-stable test's only-witness lines.
+#[derive(serde::Deserialize)]
+struct MapFile {
+    schema: String,
+    today: NaiveDate,
+    #[serde(default)]
+    sha: Option<String>,
+    totals: crate::gate::blindness::Totals,
+    tests: Vec<MapTest>,
+}
+
+#[derive(serde::Deserialize)]
+struct MapTest {
+    test: crate::gate::nodeid::TestId,
+    only_witness_lines: usize,
+}
+
+/// The map in `path` as the App keeps a branch's (its branch unknown here).
+fn read_map(path: &std::path::Path) -> anyhow::Result<crate::gate::blindness::CodebaseMap> {
+    use crate::gate::blindness::{BlindnessSummary, CodebaseMap, TestSummary, SCHEMA};
+    let (text, _) = read_text(path)?;
+    let shown = path.display();
+    let file: MapFile = serde_json::from_str(&text).map_err(|e| {
+        unusable(format!(
+            "{shown}:{}:{}: --blindness: not a blindness map as `flakegate blindness --format json` writes it: {e}",
+            e.line(),
+            e.column()
+        ))
+    })?;
+    if file.schema != SCHEMA {
+        return Err(unusable(format!(
+            "{shown}: --blindness: schema `{}`, expected `{SCHEMA}`",
+            file.schema
+        )));
+    }
+    Ok(CodebaseMap {
+        branch: String::new(),
+        sha: file.sha.unwrap_or_default(),
+        date: file.today,
+        pull_request: None,
+        evidence_head: String::new(),
+        run_id: 0,
+        merged_at: None,
+        witnessed: file.totals.witnessed,
+        blind: file.totals.blind,
+        uncovered: file.totals.uncovered,
+        summary: BlindnessSummary {
+            owners: Vec::new(),
+            tests: file
+                .tests
+                .into_iter()
+                .map(|t| TestSummary {
+                    test: t.test,
+                    owner: None,
+                    only_witness_lines: t.only_witness_lines,
+                })
+                .collect(),
+        },
+    })
 }

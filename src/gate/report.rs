@@ -726,9 +726,12 @@ pub struct Report {
 /// ([`crate::gate::blindness::CodebaseMap::for_witnesses`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CodebaseBlindness {
-    /// The branch and the commit the map is of.
-    pub branch: String,
-    pub sha: String,
+    /// The branch and the commit the map is of, when known (the App knows both; a map given
+    /// to `flakegate check --blindness` names the commit its evidence ran on, if any).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha: Option<String>,
     /// The day the map was made (UTC).
     pub date: chrono::NaiveDate,
     /// The pull request whose merge brought the map (its evidence), when one did.

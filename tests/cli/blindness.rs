@@ -327,3 +327,84 @@ fn the_map_read_one_file_at_a_time_is_the_map_read_whole() {
     let whole = json_of(&shop(&["--format", "json", "--history", &path(&history)]));
     assert_eq!(streamed, whole);
 }
+
+/// `check --blindness MAP` on the shop's pull request: each frozen or unstable witness with the
+/// lines of the mapped codebase only it runs, and the commit the map's evidence ran on.
+#[test]
+fn check_reads_a_map_and_says_what_each_frozen_witness_alone_witnesses() {
+    let r = root();
+    let dir = tempfile::tempdir().unwrap();
+    let map_path = dir.path().join("map.json");
+    let out = shop(&["--format", "json", "--out", &path(&map_path)]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let map: Value = serde_json::from_str(&std::fs::read_to_string(&map_path).unwrap()).unwrap();
+    assert_eq!(map["sha"], "ad7b7542e6dfde240659a04c59bcdc3deff92ae2", "from meta.json");
+    let check = |map: &Path, format: &str| {
+        flakegate_in(
+            dir.path(),
+            &[
+                "check",
+                &path(&r.join("examples/shop/evidence")),
+                "--diff",
+                &path(&r.join("examples/shop/pr.diff")),
+                "--ledger",
+                &path(&r.join("examples/shop/flake-ledger.json")),
+                "--today",
+                "2026-11-20",
+                "--blindness",
+                &path(map),
+                "--format",
+                format,
+            ],
+        )
+    };
+    let out = check(&map_path, "json");
+    let record: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let codebase = &record["codebase"];
+    assert_eq!(codebase["sha"], map["sha"], "{record:#}");
+    assert!(codebase.get("branch").is_none(), "no branch is known here: {codebase}");
+    let named = codebase["tests"].as_array().unwrap();
+    assert!(!named.is_empty(), "{record:#}");
+    for t in named {
+        let witness = record["witnesses"]["frozen"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(record["witnesses"]["unstable"].as_array().unwrap())
+            .any(|w| w == &t["test"]);
+        assert!(witness, "only the patch's frozen or unstable witnesses: {t}");
+        let in_map = map["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["test"] == t["test"])
+            .unwrap();
+        assert_eq!(t["only_witness_lines"], in_map["only_witness_lines"]);
+    }
+    let md = String::from_utf8(check(&map_path, "markdown").stdout).unwrap();
+    for t in named {
+        let lines = t["only_witness_lines"].as_u64().unwrap();
+        let said = if lines == 0 {
+            "across the mapped codebase no line depends on it alone".to_string()
+        } else {
+            format!("across the mapped codebase it alone witnesses {lines} line")
+        };
+        let row = md
+            .lines()
+            .find(|l| l.contains(t["test"].as_str().unwrap()) && l.contains("across"));
+        assert!(row.is_some_and(|l| l.contains(&said)), "{said}\n{md}");
+    }
+    assert!(
+        named.iter().any(|t| t["only_witness_lines"].as_u64() > Some(0)),
+        "{record:#}"
+    );
+    assert!(md.contains("the blindness map of `ad7b7542e6df`"), "{md}");
+
+    // Not a map: which file, what was expected, exit 2, no verdict.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"schema": "flakegate.record/4"}"#).unwrap();
+    let out = check(&bad, "json");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.json") && err.contains("--blindness"), "{err}");
+}

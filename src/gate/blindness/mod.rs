@@ -244,6 +244,7 @@ impl<'a> Mapper<'a> {
         Ok(BlindnessMap {
             schema: SCHEMA.to_string(),
             today: judging.today,
+            sha: None,
             coverage_format: cov.format,
             totals,
             files,

@@ -133,7 +133,7 @@ pub struct OwnerBlindness {
 }
 
 /// Totals over every measured file.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Totals {
     pub files: usize,
     pub witnessed: usize,
@@ -148,6 +148,9 @@ pub struct BlindnessMap {
     pub schema: String,
     #[schemars(with = "String")]
     pub today: NaiveDate,
+    /// The commit the evidence ran on (its meta.json's `head_sha`), when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha: Option<String>,
     #[schemars(with = "String")]
     pub coverage_format: CoverageFormat,
     pub totals: Totals,

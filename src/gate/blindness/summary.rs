@@ -78,8 +78,9 @@ impl BlindnessMap {
 /// full-suite evidence of the branch at `sha`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CodebaseMap {
+    /// The branch mapped (empty when unknown: a map file given to `check`).
     pub branch: String,
-    /// The commit of the branch the evidence stands for.
+    /// The commit of the branch the evidence stands for (empty when unknown).
     pub sha: String,
     /// The day the map was made (UTC).
     pub date: NaiveDate,
@@ -128,9 +129,10 @@ impl CodebaseMap {
                 })
             })
             .collect();
+        let known = |s: &str| (!s.is_empty()).then(|| s.to_owned());
         (!tests.is_empty()).then(|| CodebaseBlindness {
-            branch: self.branch.clone(),
-            sha: self.sha.clone(),
+            branch: known(&self.branch),
+            sha: known(&self.sha),
             date: self.date,
             pull_request: self.pull_request,
             tests,

@@ -269,7 +269,7 @@ fn a_kept_map_answers_for_a_patchs_witnesses_and_only_a_later_merge_replaces_it(
     let frozen = &m.tests.iter().find(|t| t.freeze.is_some()).unwrap().test;
     let unknown = TestId::new("tests/test_new.py::test_nobody_mapped");
     let c = kept.for_witnesses([&unknown, frozen]).unwrap();
-    assert_eq!((c.branch.as_str(), c.sha.as_str()), ("main", "abc"));
+    assert_eq!((c.branch.as_deref(), c.sha.as_deref()), (Some("main"), Some("abc")));
     assert_eq!(c.tests.len(), 1, "a test the map does not know is not spoken for");
     assert_eq!(&c.tests[0].test, frozen);
     assert_eq!(
