@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::scenarios::{finish, open_then_evidence, the_check};
 use crate::support::app_harness::{
-    case, patch_repo, pull_request_merged, sample, stage_case, App, CONFIG_PATH, LEDGER_PATH, NAME, OWNER,
+    case, pull_request_merged, push_event, stage_case, App, CONFIG_PATH, LEDGER_PATH, NAME, OWNER,
 };
 use crate::support::fake_issues::FakeIssues;
 use crate::support::fake_repo::FakeRepo;
@@ -29,14 +29,11 @@ fn ledger_with_an_expired_freeze() -> Vec<u8> {
     serde_json::to_vec_pretty(&ledger).unwrap()
 }
 
-fn push_to_main(after: &str) -> Value {
-    let mut p = sample("push");
-    patch_repo(&mut p);
-    p["ref"] = json!("refs/heads/main");
-    p["after"] = json!(after);
-    p["deleted"] = json!(false);
-    p["repository"]["default_branch"] = json!("main");
-    p
+/// Pull request `number` (`base..head`) is merged as [`MERGED`] at `at`, and GitHub says so.
+async fn merge(app: &App, repo: &FakeRepo, number: u64, base: &str, head: &str, at: &str) {
+    repo.merge(number, MERGED, at);
+    app.deliver("pull_request", &pull_request_merged(number, base, head, MERGED))
+        .await;
 }
 
 async fn start() -> (App, FakeRepo, FakeIssues) {
@@ -60,7 +57,8 @@ fn blind_row<'a>(body: &'a str, owner: &str) -> Option<&'a str> {
 async fn a_merge_maps_main_and_the_issue_and_later_checks_say_what_freezes_blind() {
     let (app, repo, issues) = start().await;
     // Before any map: the issue lists the expired freeze, and nothing about blind lines.
-    app.deliver("push", &push_to_main(&"a".repeat(40))).await;
+    app.deliver("push", &push_event("refs/heads/main", &"a".repeat(40)))
+        .await;
     assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
     let before = issues.ours();
     assert_eq!(before.len(), 1);
@@ -80,12 +78,7 @@ async fn a_merge_maps_main_and_the_issue_and_later_checks_say_what_freezes_blind
         "no map yet:\n{}",
         judged.summary.clone().unwrap_or_default()
     );
-    repo.merge(7, MERGED, "2026-11-20T12:00:00Z");
-    app.deliver(
-        "pull_request",
-        &pull_request_merged(7, &c.base_sha, &c.head_sha, MERGED),
-    )
-    .await;
+    merge(&app, &repo, 7, &c.base_sha, &c.head_sha, "2026-11-20T12:00:00Z").await;
     assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
     assert_eq!(
         repo.check_runs().len(),
@@ -95,7 +88,7 @@ async fn a_merge_maps_main_and_the_issue_and_later_checks_say_what_freezes_blind
     );
 
     // The next push edits the issue: each listed owner, the lines only their frozen tests run.
-    app.deliver("push", &push_to_main(MERGED)).await;
+    app.deliver("push", &push_event("refs/heads/main", MERGED)).await;
     assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
     let issue = &issues.ours()[0];
     assert_eq!(issue.number, before[0].number, "the same issue, edited");
@@ -150,31 +143,16 @@ async fn merges_from_a_fork_into_another_branch_without_evidence_or_cut_short_ma
     )
     .await;
     app.worker.run_until_idle().await.unwrap();
-    repo.merge(7, MERGED, "2026-11-20T12:00:00Z");
-    app.deliver(
-        "pull_request",
-        &pull_request_merged(7, &c.base_sha, &c.head_sha, MERGED),
-    )
-    .await;
+    merge(&app, &repo, 7, &c.base_sha, &c.head_sha, "2026-11-20T12:00:00Z").await;
     assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
     // Merged into a release branch, and merged with no evidence ever judged: nothing either.
     let other = case("some_frozen");
     stage_case(&repo, 8, &other, 2);
     repo.set_base_ref(8, "release/1.2");
     open_then_evidence(&app, 8, &other, 2).await;
-    repo.merge(8, MERGED, "2026-11-20T12:05:00Z");
-    app.deliver(
-        "pull_request",
-        &pull_request_merged(8, &other.base_sha, &other.head_sha, MERGED),
-    )
-    .await;
+    merge(&app, &repo, 8, &other.base_sha, &other.head_sha, "2026-11-20T12:05:00Z").await;
     repo.add_pull(9, &c.base_sha, &"9".repeat(40), &c.diff);
-    repo.merge(9, MERGED, "2026-11-20T12:10:00Z");
-    app.deliver(
-        "pull_request",
-        &pull_request_merged(9, &c.base_sha, &"9".repeat(40), MERGED),
-    )
-    .await;
+    merge(&app, &repo, 9, &c.base_sha, &"9".repeat(40), "2026-11-20T12:10:00Z").await;
     assert_eq!(app.worker.run_until_idle().await.unwrap(), 2);
     // A run cut short is judged INCONCLUSIVE and never read, not even once merged.
     let cut = case("all_stable");
@@ -195,15 +173,10 @@ async fn merges_from_a_fork_into_another_branch_without_evidence_or_cut_short_ma
     app.deliver("workflow_run", &cancelled).await;
     app.worker.run_until_idle().await.unwrap();
     assert_eq!(the_check(&repo, &cut.head_sha).conclusion.as_deref(), Some("failure"));
-    repo.merge(10, MERGED, "2026-11-20T12:15:00Z");
-    app.deliver(
-        "pull_request",
-        &pull_request_merged(10, &cut.base_sha, &cut.head_sha, MERGED),
-    )
-    .await;
+    merge(&app, &repo, 10, &cut.base_sha, &cut.head_sha, "2026-11-20T12:15:00Z").await;
     assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
     let downloads = repo.calls("GET", crate::support::fake_repo::op::ARTIFACT_ZIP);
-    app.deliver("push", &push_to_main(MERGED)).await;
+    app.deliver("push", &push_event("refs/heads/main", MERGED)).await;
     assert_eq!(app.worker.run_until_idle().await.unwrap(), 1);
     let body = &issues.ours()[0].body;
     assert!(!body.contains("leave blind"), "no map was made:\n{body}");

@@ -10,7 +10,7 @@ use flakegate::worker::{SWEEP_EVENT, SWEEP_REPO_EVENT};
 use serde_json::{json, Value};
 use wiremock::{Request, ResponseTemplate};
 
-use crate::support::app_harness::{patch_repo, sample, App, CONFIG_PATH, INSTALLATION, LEDGER_PATH, NAME, OWNER};
+use crate::support::app_harness::{push_event as push, App, CONFIG_PATH, INSTALLATION, LEDGER_PATH, NAME, OWNER};
 use crate::support::fake_github::{example, FakeGithub, APP_ID};
 use crate::support::fake_issues::{FakeIssues, ISSUE, ISSUES};
 use crate::support::fake_repo::FakeRepo;
@@ -47,18 +47,6 @@ fn expired_ledger() -> Vec<u8> {
 
 /// The issue alone: the ledger's upkeep beside it has tests of its own (`ledger_upkeep.rs`).
 const CONFIG: &str = "owners:\n  billing-oncall: '@octo-org/billing'\nledger_maintenance: off\n";
-
-/// `push` to `git_ref` of the fake's repository, whose default branch is `main`.
-fn push(git_ref: &str, after: &str) -> Value {
-    let mut p = sample("push");
-    patch_repo(&mut p);
-    p["ref"] = json!(git_ref);
-    p["after"] = json!(after);
-    p["deleted"] = json!(false);
-    p["created"] = json!(false);
-    p["repository"]["default_branch"] = json!("main");
-    p
-}
 
 async fn app_with_repo() -> (App, FakeRepo, FakeIssues) {
     let app = App::start_with(RetryPolicy::default(), |c| c.sweep_interval = Some(DAY)).await;

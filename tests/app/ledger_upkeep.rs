@@ -12,7 +12,7 @@ use flakegate::store::{JobState, RetryPolicy};
 use serde_json::{json, Value};
 use wiremock::{Request, ResponseTemplate};
 
-use crate::support::app_harness::{patch_repo, sample, App, CONFIG_PATH, LEDGER_PATH, NAME, OWNER, REPO_ID};
+use crate::support::app_harness::{push_event, App, CONFIG_PATH, LEDGER_PATH, NAME, OWNER, REPO_ID};
 use crate::support::fake_github::FakeGithub;
 use crate::support::fake_repo::FakeRepo;
 
@@ -306,17 +306,6 @@ fn ledger(entries: &[Value]) -> Vec<u8> {
     serde_json::to_vec_pretty(&json!({ "frozen": entries })).unwrap()
 }
 
-fn push(after: &str) -> Value {
-    let mut p = sample("push");
-    patch_repo(&mut p);
-    p["ref"] = json!("refs/heads/main");
-    p["after"] = json!(after);
-    p["deleted"] = json!(false);
-    p["created"] = json!(false);
-    p["repository"]["default_branch"] = json!("main");
-    p
-}
-
 /// Runs of `test` on `sha`: `passes` and `failures` of them, recorded as the App records a
 /// probe (each call is a run of its own).
 async fn record(app: &App, key: &str, test: &str, sha: &str, passes: u32, failures: u32) {
@@ -352,7 +341,8 @@ async fn setup(config: &str) -> (App, FakeRepo, FakeUpkeep) {
 
 /// The body of the App's expired-freezes issue (served by the fake repository's issues).
 async fn deliver_push(app: &App, n: u8) {
-    app.deliver("push", &push(&format!("{n:02x}").repeat(20))).await;
+    app.deliver("push", &push_event("refs/heads/main", &format!("{n:02x}").repeat(20)))
+        .await;
     app.worker.run_until_idle().await.unwrap();
 }
 
@@ -542,8 +532,10 @@ async fn two_instances_keep_one_pull_request() {
     upkeep.set_main(&ledger(&[entry(FIXED, "@alice", "2026-11-18")]));
     let head = upkeep.main_head();
     record(&app, "run:77:1", FIXED, &head, 60, 0).await;
-    app.deliver("push", &push(&"a".repeat(40))).await;
-    app.deliver("push", &push(&"b".repeat(40))).await;
+    app.deliver("push", &push_event("refs/heads/main", &"a".repeat(40)))
+        .await;
+    app.deliver("push", &push_event("refs/heads/main", &"b".repeat(40)))
+        .await;
     let (_s1, w1) = app.new_worker("instance-1").await;
     let (_s2, w2) = app.new_worker("instance-2").await;
     let (a, b) = tokio::join!(w1.run_until_idle(), w2.run_until_idle());

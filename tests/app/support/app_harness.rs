@@ -79,6 +79,19 @@ pub fn pull_request_event(action: &str, number: u64, base: &str, head: &str) -> 
     p
 }
 
+/// `push` to `git_ref` (a branch or tag ref) of the test repository, whose default branch is
+/// `main`, with `after` its new head.
+pub fn push_event(git_ref: &str, after: &str) -> Value {
+    let mut p = sample("push");
+    patch_repo(&mut p);
+    p["ref"] = json!(git_ref);
+    p["after"] = json!(after);
+    p["deleted"] = json!(false);
+    p["created"] = json!(false);
+    p["repository"]["default_branch"] = json!("main");
+    p
+}
+
 /// `pull_request` closed by merging `head` into `base` with commit `merge_sha`.
 pub fn pull_request_merged(number: u64, base: &str, head: &str, merge_sha: &str) -> Value {
     let mut p = sample("pull_request.closed");
